@@ -1,0 +1,131 @@
+// The engine's record of one pushed op. Public only because `Engine::push` is a template that
+// builds the op's callable in place; nothing outside the engine should touch these fields.
+//
+// Records come from a pool (see op_pool.cc) so that pushing an op allocates nothing in the
+// steady state: the callable lives inline when it fits, and so do the op's var slots.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "tandem/device.h"
+#include "tandem/op_props.h"
+#include "tandem/run_context.h"
+
+namespace tandem::detail {
+
+struct OpRecord;
+struct VarState;
+
+// Receives the end of every op: the engine that ran it.
+class CompletionSink {
+ public:
+  // Both the body and the Completion of an async op have ended: settle it.
+  virtual void complete(OpRecord* op) noexcept = 0;
+
+ protected:
+  ~CompletionSink() = default;
+};
+
+// One edge between an op and a var. It lives inside the op record; a var's queue of waiting ops
+// is a linked list threaded through these slots, so queueing allocates nothing.
+struct VarSlot {
+  VarState* var = nullptr;
+  VarSlot* next = nullptr;
+  OpRecord* op = nullptr;
+  bool write = false;
+  // The op reads the var's current value: a plain read, or a var listed as read and write.
+  // Only these slots make an op skip when the var is poisoned.
+  bool reads_value = false;
+};
+
+struct OpRecord {
+  static constexpr std::size_t kInlineCallableBytes = 96;
+  static constexpr std::size_t kInlineSlots = 6;
+
+  // --- the op's function -------------------------------------------------------------------
+  alignas(std::max_align_t) unsigned char callable_storage[kInlineCallableBytes];
+  void* callable = nullptr;
+  void (*invoke)(void* callable, RunContext& ctx) = nullptr;
+  void (*destroy)(void* callable, bool on_heap) noexcept = nullptr;
+
+  // --- scheduling state --------------------------------------------------------------------
+  // Vars not yet granted to this op, plus one held by push until it has queued on every var.
+  // The op is ready when this reaches zero.
+  std::atomic<std::uint32_t> pending_vars{0};
+  std::uint32_t num_slots = 0;
+  VarSlot* slots = inline_slots;
+  VarSlot inline_slots[kInlineSlots];
+  Device device{};
+  OpProps props{};
+  CompletionSink* sink = nullptr;
+  // Set when the var this op writes is to be freed once the op completes (delete_var).
+  VarState* var_to_delete = nullptr;
+  // Async ops: the body's return and the Completion each drop one reference; the last one
+  // finishes the op. Each side writes only its own error field before dropping its reference.
+  std::atomic<int> completion_refs{0};
+  bool completion_taken = false;
+  std::exception_ptr body_error;
+  std::exception_ptr completion_error;
+  // Engine-internal ops that only signal a waiting thread: they run in the thread that grants
+  // them, never change poison, and are not counted as user ops.
+  bool is_waiter = false;
+  // Ready order, for FIFO among equal priorities.
+  std::uint64_t ready_sequence = 0;
+  // Per-engine scratch (the naive engine keeps the pusher's completion signal here).
+  void* engine_token = nullptr;
+  // Free-list and ready-queue link; a record is in at most one of them.
+  OpRecord* next = nullptr;
+
+  template <class Fn>
+  void set_callable(Fn&& fn);
+  void run(RunContext& ctx) { invoke(callable, ctx); }
+  // Destroys the callable (and its captures) right after it ran, not when the record is reused.
+  void destroy_callable() noexcept {
+    if (destroy != nullptr) destroy(callable, callable != callable_storage);
+    destroy = nullptr;
+    invoke = nullptr;
+    callable = nullptr;
+  }
+};
+
+// The pool of op records (thread-local caches over a shared free list).
+OpRecord* acquire_op_record();
+void release_op_record(OpRecord* op) noexcept;
+
+template <class Fn>
+void OpRecord::set_callable(Fn&& fn) {
+  using Callable = std::decay_t<Fn>;
+  static_assert(std::is_invocable_v<Callable&, RunContext&> || std::is_invocable_v<Callable&>,
+                "an op's function must be callable as fn(RunContext&) or fn()");
+  constexpr bool fits = sizeof(Callable) <= kInlineCallableBytes &&
+                        alignof(Callable) <= alignof(std::max_align_t) &&
+                        std::is_nothrow_move_constructible_v<Callable>;
+  if constexpr (fits) {
+    callable = new (callable_storage) Callable(std::forward<Fn>(fn));
+  } else {
+    callable = new Callable(std::forward<Fn>(fn));
+  }
+  invoke = [](void* self, RunContext& ctx) {
+    auto& f = *static_cast<Callable*>(self);
+    if constexpr (std::is_invocable_v<Callable&, RunContext&>) {
+      f(ctx);
+    } else {
+      f();
+    }
+  };
+  destroy = [](void* self, bool on_heap) noexcept {
+    if (on_heap) {
+      delete static_cast<Callable*>(self);
+    } else {
+      static_cast<Callable*>(self)->~Callable();
+    }
+  };
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,125 @@
+// Engine: orders ops by the vars they read and write and runs them asynchronously.
+//
+//   auto& engine = tandem::Engine::get();              // kind from TANDEM_ENGINE
+//   tandem::Var in = engine.new_var(), out = engine.new_var();
+//   engine.push([&] { scale(src, dst); }, tandem::cpu(), {in}, {out}, {.name = "scale"});
+//   engine.wait_for_var(out);                          // blocks this thread only
+//
+// The contract (every rule has a test in tests/engine/):
+// - Results are those of running the ops one by one in push order.
+// - Ops that only read a var may run together; a write waits for every earlier read and the
+//   earlier write of that var; later reads and writes wait for it.
+// - A var listed as both read and write is a write; duplicates are ignored.
+// - push is thread-safe. Between threads, the order is the order in which their pushes take
+//   each var; an op's vars are taken together, so two threads can never order one pair of vars
+//   in opposite ways.
+// - An op that throws poisons the vars it writes. Later ops reading a poisoned var are skipped
+//   (unless `no_skip`) and poison their own writes; a later successful write clears the poison.
+//   `wait_for_var(v)` throws v's error; `wait_all` throws the first error no sync point has
+//   thrown yet. Each error is thrown once by `wait_all`; `wait_for_var` throws whenever the var
+//   is poisoned. The engine keeps running after any error.
+// - Waiting from inside an op throws DeadlockError instead of hanging.
+// - Backpressure: past `max_ops_in_flight` pushed-but-unfinished ops, push blocks until ops
+//   finish (never inside an op, where blocking could deadlock).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "tandem/detail/op_record.h"
+#include "tandem/device.h"
+#include "tandem/engine_config.h"
+#include "tandem/errors.h"
+#include "tandem/op_props.h"
+#include "tandem/run_context.h"
+#include "tandem/var.h"
+
+namespace tandem {
+
+struct EngineStats {
+  std::uint64_t ops_pushed = 0;
+  std::uint64_t ops_completed = 0;   // ran (successfully or not) or were skipped
+  std::uint64_t ops_failed = 0;      // threw, or completed with an error
+  std::uint64_t ops_skipped = 0;     // not run because an input was poisoned
+  std::uint64_t pushes_blocked = 0;  // pushes that waited on the backpressure bound
+  std::uint64_t ops_in_flight = 0;
+};
+
+class Engine {
+ public:
+  // The process-wide engine, created on first use from EngineConfig::from_env().
+  static Engine& get();
+  // Replaces the process-wide engine (after finishing every op of the old one). Not to be
+  // called while other threads use the engine.
+  static void set_default(const EngineConfig& config);
+  static void set_default(EngineKind kind);
+  // A private engine, e.g. to compare kinds side by side in one process.
+  static std::unique_ptr<Engine> create(const EngineConfig& config);
+
+  virtual ~Engine() = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  virtual EngineKind kind() const = 0;
+  virtual const EngineConfig& config() const = 0;
+
+  virtual Var new_var() = 0;
+
+  // Queues `fn` (callable as fn(RunContext&) or fn()) to run on `device` once every var it
+  // reads and writes is free for it. Returns at once (naive engine: after running it). Throws
+  // tandem::Error for an invalid var or device, or an unsupported queue; the op is then not
+  // queued.
+  template <class Fn>
+  void push(Fn&& fn, Device device, VarList reads, VarList writes, const OpProps& props = {}) {
+    detail::OpRecord* op = detail::acquire_op_record();
+    try {
+      op->set_callable(std::forward<Fn>(fn));
+    } catch (...) {
+      detail::release_op_record(op);
+      throw;
+    }
+    submit(op, device, reads, writes, props);
+  }
+
+  // Frees `var` once every op pushed on it so far has finished, after running `deleter` there
+  // (the deleter runs even if the var is poisoned; an exception from it is reported by
+  // wait_all). `var` must not be used after this call.
+  template <class Fn>
+  void delete_var(Var var, Fn&& deleter) {
+    detail::OpRecord* op = detail::acquire_op_record();
+    try {
+      op->set_callable(std::forward<Fn>(deleter));
+    } catch (...) {
+      detail::release_op_record(op);
+      throw;
+    }
+    submit_delete(op, var);
+  }
+  void delete_var(Var var) {
+    delete_var(var, [] {});
+  }
+
+  // Blocks until every op pushed so far that writes `var` has finished; throws its error.
+  virtual void wait_for_var(Var var) = 0;
+  // Blocks until every op pushed so far on `var` (reads too) has finished; throws its error.
+  virtual void wait_to_write(Var var) = 0;
+  // Blocks until every op pushed so far has finished; throws the first error not yet thrown.
+  virtual void wait_all() = 0;
+
+  virtual EngineStats stats() const = 0;
+
+ protected:
+  Engine() = default;
+  // Take ownership of `op` in every case, also when they throw.
+  virtual void submit(detail::OpRecord* op, Device device, VarList reads, VarList writes,
+                      const OpProps& props) = 0;
+  virtual void submit_delete(detail::OpRecord* op, Var var) = 0;
+};
+
+// Shorthand for Engine::get().wait_all().
+inline void wait_all() {
+  Engine::get().wait_all();
+}
+
+}  // namespace tandem

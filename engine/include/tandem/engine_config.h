@@ -1,0 +1,41 @@
+// EngineConfig: every knob of the engine, read from the environment in exactly one place
+// (`EngineConfig::from_env`) and then passed in. docs/environment.md lists the variables.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace tandem {
+
+enum class EngineKind {
+  threaded,  // the real engine: dependency tracking, worker pools, async completion
+  naive,     // runs every op inline in push: the synchronous baseline and a debugging mode
+};
+
+const char* engine_kind_name(EngineKind kind);
+
+struct EngineConfig {
+  EngineKind kind = EngineKind::threaded;
+  // Threads of the CPU worker pool (a oneTBB arena). 0: one per hardware thread.
+  int cpu_workers = 0;
+  // Dedicated threads for CPU ops with priority > 0 or a copy queue, so they never wait behind
+  // long compute ops.
+  int priority_workers = 1;
+  // Backpressure: push blocks while this many ops are pushed but not finished. 0: unbounded.
+  std::size_t max_ops_in_flight = 16384;
+  // How long an idle worker polls for new ops before it parks.
+  std::chrono::microseconds spin_before_park{50};
+  // Destroying an engine waits this long for pending ops, then reports and abandons them.
+  std::chrono::milliseconds shutdown_timeout{60000};
+  // spdlog level name: trace, debug, info, warn, error, critical, off.
+  std::string log_level = "warn";
+
+  // Defaults overridden by TANDEM_* environment variables; throws tandem::Error naming the
+  // variable when a value does not parse.
+  static EngineConfig from_env();
+  // The same, reading from `getenv` (exposed for tests).
+  static EngineConfig from_env(const char* (*getenv)(const char*));
+};
+
+}  // namespace tandem

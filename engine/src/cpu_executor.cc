@@ -1,0 +1,143 @@
+#include "cpu_executor.h"
+
+#include <algorithm>
+
+#include "engine_core.h"
+#include "spin_lock.h"
+
+namespace tandem::detail {
+
+namespace {
+
+int resolve_workers(int requested) {
+  if (requested > 0) return requested;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+bool is_urgent(const OpRecord* op) {
+  return op->props.priority > 0 || op->props.queue != Queue::compute;
+}
+
+}  // namespace
+
+CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
+    : engine_(engine),
+      num_workers_(resolve_workers(config.cpu_workers)),
+      spin_(config.spin_before_park) {
+  // oneTBB caps workers at cores - 1 unless told otherwise; the arena wants every slot for a
+  // worker (the pushing thread stays outside it). Only raise the cap, never lower it.
+  const auto current = static_cast<int>(
+      tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+  if (current < num_workers_ + 1) {
+    parallelism_ = std::make_unique<tbb::global_control>(
+        tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(num_workers_ + 1));
+  }
+  arena_.initialize(num_workers_, /*reserved_for_masters=*/0);
+  for (int i = 0; i < config.priority_workers; ++i) {
+    priority_threads_.emplace_back([this, i] { priority_lane(num_workers_ + i); });
+  }
+}
+
+CpuExecutor::~CpuExecutor() {
+  stopping_.store(true);
+  urgent_epoch_.fetch_add(1);
+  urgent_epoch_.notify_all();
+  for (auto& thread : priority_threads_) thread.join();
+  // Drainers exit once they find nothing to do; wait for the last one to return.
+  while (live_drainers_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  arena_.terminate();
+}
+
+void CpuExecutor::submit(OpRecord* op) noexcept {
+  if (is_urgent(op)) {
+    urgent_.push(op);
+    if (!priority_threads_.empty()) {
+      urgent_epoch_.fetch_add(1, std::memory_order_seq_cst);
+      urgent_epoch_.notify_one();
+    }
+  } else if (op->props.priority < 0) {
+    background_.push(op);
+  } else {
+    normal_.push(op);
+  }
+  wake_drainer();
+}
+
+OpRecord* CpuExecutor::pop_any() noexcept {
+  if (OpRecord* op = urgent_.pop()) return op;
+  OpRecord* op = nullptr;
+  if (normal_.try_pop(op)) return op;
+  return background_.pop();
+}
+
+// Pairs with the re-check in drain(): the submitter publishes the op, then looks at the drainer
+// count; a drainer drops its count, then looks for ops. With a full fence on both sides at
+// least one of them sees the other, so an op is never left without a drainer.
+void CpuExecutor::wake_drainer() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  int active = active_drainers_.load(std::memory_order_relaxed);
+  while (active < num_workers_) {
+    if (active_drainers_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
+      live_drainers_.fetch_add(1, std::memory_order_relaxed);
+      arena_.enqueue([this] { drain(); });
+      return;
+    }
+  }
+}
+
+void CpuExecutor::drain() noexcept {
+  const int worker = tbb::this_task_arena::current_thread_index();
+  for (;;) {
+    using Clock = std::chrono::steady_clock;
+    auto idle_since = Clock::now();
+    int polls = 0;
+    for (;;) {
+      if (OpRecord* op = pop_any()) {
+        engine_.execute(op, worker);
+        polls = 0;
+        idle_since = Clock::now();
+        continue;
+      }
+      cpu_relax();
+      // Reading the clock costs ~20 ns; look at it every 64 empty polls only.
+      if (++polls % 64 == 0 && Clock::now() - idle_since >= spin_) break;
+    }
+    active_drainers_.fetch_sub(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool work_left = !urgent_.empty() || !normal_.empty() || !background_.empty();
+    int active = active_drainers_.load(std::memory_order_relaxed);
+    bool resumed = false;
+    while (work_left && active < num_workers_) {
+      if (active_drainers_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
+        resumed = true;
+        break;
+      }
+    }
+    if (!resumed) break;
+  }
+  // Last access to `this`: the destructor may run as soon as this count reaches zero.
+  live_drainers_.fetch_sub(1, std::memory_order_release);
+}
+
+void CpuExecutor::priority_lane(int index) noexcept {
+  while (!stopping_.load(std::memory_order_acquire)) {
+    std::uint32_t epoch = urgent_epoch_.load(std::memory_order_seq_cst);
+    if (OpRecord* op = urgent_.pop()) {
+      engine_.execute(op, index);
+      continue;
+    }
+    // Spin briefly, then park until the next urgent op (or shutdown) bumps the epoch.
+    auto deadline = std::chrono::steady_clock::now() + spin_;
+    bool found = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (!urgent_.empty()) {
+        found = true;
+        break;
+      }
+      cpu_relax();
+    }
+    if (!found) urgent_epoch_.wait(epoch, std::memory_order_seq_cst);
+  }
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,68 @@
+// CpuExecutor: where ready CPU ops run.
+//
+// - The worker pool is a oneTBB arena, so that an op's own parallel_for (intra-op parallelism)
+//   uses the same threads as inter-op parallelism and the two never oversubscribe the cores.
+//   One TBB task per op would cost ~250 ns (see TOOLCHAIN.md), so a TBB task is a *drainer*: it
+//   runs ready ops from our own queues until they stay empty for `spin_before_park`, then
+//   returns, and TBB parks the thread. At most `cpu_workers` drainers exist at once.
+// - Ops with priority > 0 or on a copy queue go to the urgent queue, which every drainer checks
+//   first and which the priority lane's own threads serve, so such an op never waits behind
+//   long compute ops. Ops with priority < 0 run when nothing else is ready.
+#pragma once
+
+#include <oneapi/tbb/concurrent_queue.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "ready_queue.h"
+#include "tandem/engine_config.h"
+
+namespace tandem::detail {
+
+class EngineCore;
+
+class CpuExecutor {
+ public:
+  CpuExecutor(const EngineConfig& config, EngineCore& engine);
+  ~CpuExecutor();  // call only once no op is pending
+  CpuExecutor(const CpuExecutor&) = delete;
+  CpuExecutor& operator=(const CpuExecutor&) = delete;
+
+  // Hands over an op whose vars are all granted.
+  void submit(OpRecord* op) noexcept;
+  int num_workers() const { return num_workers_; }
+  tbb::task_arena& arena() { return arena_; }
+
+ private:
+  OpRecord* pop_any() noexcept;
+  void wake_drainer() noexcept;
+  void drain() noexcept;
+  void priority_lane(int index) noexcept;
+
+  EngineCore& engine_;
+  const int num_workers_;
+  const std::chrono::microseconds spin_;
+  std::unique_ptr<tbb::global_control> parallelism_;
+  tbb::task_arena arena_;
+
+  tbb::concurrent_queue<OpRecord*> normal_;
+  PriorityReadyQueue urgent_;
+  PriorityReadyQueue background_;
+
+  // Drainers that are looking for ops; bounded by num_workers_.
+  std::atomic<int> active_drainers_{0};
+  // Drainer tasks not yet returned (the destructor waits for zero).
+  std::atomic<int> live_drainers_{0};
+
+  std::atomic<std::uint32_t> urgent_epoch_{0};  // bumped (and notified) per urgent op
+  std::atomic<bool> stopping_{false};
+  std::vector<std::thread> priority_threads_;
+};
+
+}  // namespace tandem::detail

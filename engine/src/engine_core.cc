@@ -1,0 +1,230 @@
+#include "engine_core.h"
+
+#include <algorithm>
+#include <string>
+
+#include "logging.h"
+
+namespace tandem::detail {
+
+namespace {
+
+thread_local OpRecord* tls_current_op = nullptr;
+
+std::string describe(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception (not derived from std::exception)";
+  }
+}
+
+// Wraps an op's exception in an OpError naming the op and device; the original is nested.
+std::exception_ptr wrap_op_error(const OpRecord& op, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (...) {
+    return std::make_exception_ptr(
+        OpError(op.props.name, to_string(op.device), describe(std::current_exception())));
+  }
+}
+
+// Invariant after this: op->slots[0..num_slots) name distinct vars, sorted by address, so
+// that taking their locks in order can never deadlock two pushes.
+void fill_slots(OpRecord* op, VarList reads, VarList writes) {
+  const std::size_t capacity = reads.size() + writes.size();
+  if (capacity > OpRecord::kInlineSlots) op->slots = new VarSlot[capacity];
+  std::uint32_t n = 0;
+  auto find = [&](VarState* var) -> VarSlot* {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (op->slots[i].var == var) return &op->slots[i];
+    }
+    return nullptr;
+  };
+  for (Var var : writes) {
+    if (find(var.state()) == nullptr)
+      op->slots[n++] = VarSlot{var.state(), nullptr, op, true, false};
+  }
+  for (Var var : reads) {
+    if (VarSlot* slot = find(var.state())) {
+      slot->reads_value = true;
+    } else {
+      op->slots[n++] = VarSlot{var.state(), nullptr, op, false, true};
+    }
+  }
+  std::sort(op->slots, op->slots + n, [](const VarSlot& a, const VarSlot& b) {
+    return std::less<VarState*>()(a.var, b.var);
+  });
+  op->num_slots = n;
+}
+
+void check_vars(VarList vars, const char* set, const OpProps& props) {
+  std::size_t index = 0;
+  for (Var var : vars) {
+    if (!var.valid()) {
+      throw Error("tandem: push of op '" + std::string(props.name) + "': its " + set +
+                  " set holds an invalid (default-constructed) var at position " +
+                  std::to_string(index) + "; create vars with Engine::new_var()");
+    }
+    ++index;
+  }
+}
+
+void check_device(Device device, const OpProps& props) {
+  if (device == cpu()) return;
+  throw Error("tandem: push of op '" + std::string(props.name) + "' on " + to_string(device) +
+              ": this engine has no worker queue for that device (only cpu(0) is available)");
+}
+
+}  // namespace
+
+OpRecord* current_op() noexcept {
+  return tls_current_op;
+}
+
+Var EngineCore::new_var() {
+  return Var(acquire_var_state());
+}
+
+void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList writes,
+                         const OpProps& props) {
+  try {
+    if (props.name == nullptr) throw Error("tandem: push of an op with a null name");
+    check_device(device, props);
+    check_vars(reads, "read", props);
+    check_vars(writes, "write", props);
+    fill_slots(op, reads, writes);
+  } catch (...) {
+    discard(op);
+    throw;
+  }
+  op->device = device;
+  op->props = props;
+  op->sink = this;
+}
+
+void EngineCore::prepare_delete(OpRecord* op, Var var) {
+  if (!var.valid()) {
+    discard(op);
+    throw Error("tandem: delete_var of an invalid (default-constructed) var");
+  }
+  prepare(op, cpu(), {}, {var}, OpProps{.name = "delete_var", .no_skip = true});
+  op->var_to_delete = var.state();
+}
+
+void EngineCore::discard(OpRecord* op) noexcept {
+  op->destroy_callable();
+  release_op_record(op);
+}
+
+void EngineCore::execute(OpRecord* op, int worker) noexcept {
+  if (!op->props.no_skip) {
+    for (std::uint32_t i = 0; i < op->num_slots; ++i) {
+      const VarSlot& slot = op->slots[i];
+      if (slot.reads_value && slot.var->poison) {
+        ops_skipped_.fetch_add(1, std::memory_order_relaxed);
+        log().debug("skipping op '{}': an input is poisoned", op->props.name);
+        op->destroy_callable();
+        finish(op, slot.var->poison);
+        return;
+      }
+    }
+  }
+
+  OpRecord* outer = tls_current_op;
+  tls_current_op = op;
+  std::exception_ptr error;
+  RunContext ctx(op, worker);
+  try {
+    op->run(ctx);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  tls_current_op = outer;
+  op->destroy_callable();
+
+  if (op->props.async_completion) {
+    if (!op->completion_taken) {
+      if (!error) {
+        error = std::make_exception_ptr(
+            Error("the op was pushed with async_completion but never took its completion "
+                  "(call RunContext::take_completion)"));
+      }
+      finish_with(op, error);
+      return;
+    }
+    // The Completion may fire before, during or after this; whoever drops the last reference
+    // settles the op. After the fetch_sub the record may already be recycled.
+    op->body_error = error;
+    if (op->completion_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(op);
+    return;
+  }
+  finish_with(op, error);
+}
+
+void EngineCore::complete(OpRecord* op) noexcept {
+  finish_with(op, op->body_error ? op->body_error : op->completion_error);
+}
+
+void EngineCore::finish_with(OpRecord* op, std::exception_ptr error) noexcept {
+  if (!error) {
+    finish(op, nullptr);
+    return;
+  }
+  ops_failed_.fetch_add(1, std::memory_order_relaxed);
+  auto record = std::make_shared<ErrorRecord>(wrap_op_error(*op, error));
+  log().debug("op '{}' on {} failed: {}", op->props.name, to_string(op->device),
+              describe(record->error));
+  errors_.record(record);
+  finish(op, record);
+}
+
+void EngineCore::finish(OpRecord* op, const ErrorRef& outcome) noexcept {
+  op->body_error = nullptr;
+  op->completion_error = nullptr;
+  // Waiters only observe; user ops set (or, on success, clear) the poison of what they wrote.
+  if (!op->is_waiter) {
+    for (std::uint32_t i = 0; i < op->num_slots; ++i) {
+      if (op->slots[i].write) op->slots[i].var->poison = outcome;
+    }
+  }
+  release(op);
+}
+
+void EngineCore::check_not_inside_op(const char* call) {
+  if (OpRecord* op = tls_current_op) {
+    throw DeadlockError(std::string("tandem: ") + call + " called from inside op '" +
+                        op->props.name + "' on " + to_string(op->device) +
+                        ": an op cannot wait for the engine that runs it (it could wait for "
+                        "itself); push a follow-up op that reads the result instead");
+  }
+}
+
+VarState* EngineCore::checked_state(Var var, const char* call) {
+  if (!var.valid()) {
+    throw Error(std::string("tandem: ") + call + " on an invalid (default-constructed) var");
+  }
+  return var.state();
+}
+
+void EngineCore::throw_if_poisoned(const ErrorRef& poison) {
+  if (!poison) return;
+  poison->thrown.store(true, std::memory_order_relaxed);
+  std::rethrow_exception(poison->error);
+}
+
+void EngineCore::throw_first_unthrown_error() {
+  if (ErrorRef error = errors_.take_first_unthrown()) std::rethrow_exception(error->error);
+}
+
+EngineStats EngineCore::base_stats() const {
+  EngineStats stats;
+  stats.ops_pushed = ops_pushed_.load(std::memory_order_relaxed);
+  stats.ops_failed = ops_failed_.load(std::memory_order_relaxed);
+  stats.ops_skipped = ops_skipped_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+}  // namespace tandem::detail

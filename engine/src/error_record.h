@@ -1,0 +1,58 @@
+// ErrorRecord: one op failure, shared by every var it poisons (the failed op's writes and,
+// transitively, the writes of every op skipped because of it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+
+namespace tandem::detail {
+
+struct ErrorRecord {
+  explicit ErrorRecord(std::exception_ptr e) : error(std::move(e)) {}
+  std::exception_ptr error;
+  // Set by the first sync point that throws it; wait_all skips records already thrown.
+  std::atomic<bool> thrown{false};
+};
+using ErrorRef = std::shared_ptr<ErrorRecord>;
+
+// The errors no sync point has thrown yet, oldest first. Touched only when an op fails and at
+// wait_all, so a mutex is fine here.
+class ErrorRegistry {
+ public:
+  void record(ErrorRef error) {
+    std::lock_guard lock(mutex_);
+    // Records thrown by wait_for_var linger until wait_all passes them; drop them now and then
+    // so a program that only ever calls wait_for_var does not grow this list.
+    if (unthrown_.size() >= kPruneAt)
+      std::erase_if(unthrown_,
+                    [](const ErrorRef& e) { return e->thrown.load(std::memory_order_relaxed); });
+    unthrown_.push_back(std::move(error));
+  }
+  // The oldest record not thrown yet, marked thrown; null if none.
+  ErrorRef take_first_unthrown() {
+    std::lock_guard lock(mutex_);
+    while (!unthrown_.empty()) {
+      ErrorRef front = std::move(unthrown_.front());
+      unthrown_.pop_front();
+      if (!front->thrown.exchange(true)) return front;
+    }
+    return nullptr;
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const auto& e : unthrown_) n += e->thrown.load() ? 0 : 1;
+    return n;
+  }
+
+ private:
+  static constexpr std::size_t kPruneAt = 1024;
+  mutable std::mutex mutex_;
+  std::deque<ErrorRef> unthrown_;
+};
+
+}  // namespace tandem::detail

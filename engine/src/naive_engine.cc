@@ -1,0 +1,59 @@
+#include "naive_engine.h"
+
+#include "logging.h"
+#include "signal.h"
+
+namespace tandem::detail {
+
+void NaiveEngine::submit(OpRecord* op, Device device, VarList reads, VarList writes,
+                         const OpProps& props) {
+  prepare(op, device, reads, writes, props);
+  run_now(op);
+}
+
+void NaiveEngine::submit_delete(OpRecord* op, Var var) {
+  prepare_delete(op, var);
+  run_now(op);
+}
+
+void NaiveEngine::run_now(OpRecord* op) {
+  ops_pushed_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(mutex_);
+  // An async op may complete on another thread after execute returns; release() sets this.
+  Signal finished;
+  op->engine_token = &finished;
+  execute(op, -1);
+  finished.wait();
+}
+
+void NaiveEngine::release(OpRecord* op) noexcept {
+  if (VarState* var = op->var_to_delete) release_var_state(var);
+  auto* finished = static_cast<Signal*>(op->engine_token);
+  release_op_record(op);
+  finished->set();
+}
+
+void NaiveEngine::wait_for_var(Var var) {
+  check_not_inside_op("wait_for_var");
+  VarState* state = checked_state(var, "wait_for_var");
+  ErrorRef poison;
+  {
+    std::lock_guard lock(mutex_);
+    poison = state->poison;
+  }
+  throw_if_poisoned(poison);
+}
+
+void NaiveEngine::wait_all() {
+  check_not_inside_op("wait_all");
+  { std::lock_guard lock(mutex_); }  // let a push running on another thread finish
+  throw_first_unthrown_error();
+}
+
+EngineStats NaiveEngine::stats() const {
+  EngineStats stats = base_stats();
+  stats.ops_completed = stats.ops_pushed;
+  return stats;
+}
+
+}  // namespace tandem::detail

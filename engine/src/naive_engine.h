@@ -1,0 +1,34 @@
+// NaiveEngine: runs every op inline in push, one at a time (pushes from several threads take
+// turns), and returns once it has finished, asynchronous completion included. It is the
+// synchronous baseline of the benchmarks, the reference of the differential tests and a
+// debugging mode (TANDEM_ENGINE=naive): same errors, same poison rules, no concurrency.
+#pragma once
+
+#include <mutex>
+
+#include "engine_core.h"
+
+namespace tandem::detail {
+
+class NaiveEngine final : public EngineCore {
+ public:
+  using EngineCore::EngineCore;
+
+  void submit(OpRecord* op, Device device, VarList reads, VarList writes,
+              const OpProps& props) override;
+  void submit_delete(OpRecord* op, Var var) override;
+  void wait_for_var(Var var) override;
+  void wait_to_write(Var var) override { wait_for_var(var); }
+  void wait_all() override;
+  EngineStats stats() const override;
+  bool shutdown(std::chrono::milliseconds) override { return true; }
+
+ private:
+  void run_now(OpRecord* op);
+  void release(OpRecord* op) noexcept override;
+
+  // Recursive: an op may push (its op then runs inline, nested).
+  std::recursive_mutex mutex_;
+};
+
+}  // namespace tandem::detail

@@ -1,0 +1,41 @@
+// The pools of op records and var states (see object_pool.h).
+#include "object_pool.h"
+#include "tandem/detail/op_record.h"
+#include "var_state.h"
+
+namespace tandem::detail {
+
+namespace {
+using OpPool = ObjectPool<OpRecord, &OpRecord::next>;
+using VarPool = ObjectPool<VarState, &VarState::next_free>;
+}  // namespace
+
+OpRecord* acquire_op_record() {
+  return OpPool::instance().acquire();
+}
+
+void release_op_record(OpRecord* op) noexcept {
+  if (op->slots != op->inline_slots) delete[] op->slots;
+  op->slots = op->inline_slots;
+  op->num_slots = 0;
+  op->sink = nullptr;
+  op->var_to_delete = nullptr;
+  op->completion_taken = false;
+  op->is_waiter = false;
+  op->engine_token = nullptr;
+  OpPool::instance().release(op);
+}
+
+VarState* acquire_var_state() {
+  return VarPool::instance().acquire();
+}
+
+void release_var_state(VarState* var) noexcept {
+  var->head = var->tail = nullptr;
+  var->active_reads = 0;
+  var->write_active = false;
+  var->poison.reset();
+  VarPool::instance().release(var);
+}
+
+}  // namespace tandem::detail

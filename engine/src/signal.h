@@ -1,0 +1,28 @@
+// Signal: a one-shot event one thread sets and another waits for. The setter notifies while
+// holding the mutex, so the waiter may destroy the Signal as soon as wait() returns.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+
+namespace tandem::detail {
+
+class Signal {
+ public:
+  void set() {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+    ready_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [this] { return done_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  bool done_ = false;
+};
+
+}  // namespace tandem::detail

@@ -1,0 +1,177 @@
+#include "threaded_engine.h"
+
+#include "logging.h"
+#include "signal.h"
+
+namespace tandem::detail {
+
+ThreadedEngine::ThreadedEngine(EngineConfig config)
+    : EngineCore(std::move(config)),
+      max_in_flight_(this->config().max_ops_in_flight),
+      resume_at_(max_in_flight_ - std::max<std::uint64_t>(1, max_in_flight_ / 8)),
+      cpu_(std::make_unique<CpuExecutor>(this->config(), *this)) {}
+
+void ThreadedEngine::submit(OpRecord* op, Device device, VarList reads, VarList writes,
+                            const OpProps& props) {
+  prepare(op, device, reads, writes, props);
+  // Never block inside an op: the ops that would make room might be waiting for this one.
+  if (max_in_flight_ != 0 && in_flight_.load(std::memory_order_relaxed) >= max_in_flight_ &&
+      current_op() == nullptr) {
+    wait_for_room();
+  }
+  ops_pushed_.fetch_add(1, std::memory_order_relaxed);
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  enqueue_on_vars(op);
+}
+
+void ThreadedEngine::submit_delete(OpRecord* op, Var var) {
+  prepare_delete(op, var);
+  ops_pushed_.fetch_add(1, std::memory_order_relaxed);
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  enqueue_on_vars(op);
+}
+
+void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
+  const std::uint32_t n = op->num_slots;
+  // One reference per var, plus one held until every var is queued.
+  op->pending_vars.store(n + 1, std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.lock();
+  std::uint32_t granted = 0;
+  for (std::uint32_t i = 0; i < n; ++i) granted += op->slots[i].var->enqueue(&op->slots[i]);
+  for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.unlock();
+  if (op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
+    dispatch(op);
+  }
+}
+
+void ThreadedEngine::dispatch(OpRecord* op) noexcept {
+  // A waiter only signals its thread: run it here rather than wake a worker for it.
+  if (op->is_waiter) {
+    execute(op, -1);
+    return;
+  }
+  cpu_->submit(op);
+}
+
+void ThreadedEngine::release(OpRecord* op) noexcept {
+  for (std::uint32_t i = 0; i < op->num_slots; ++i) {
+    VarSlot& slot = op->slots[i];
+    VarState* var = slot.var;
+    var->lock.lock();
+    VarSlot* granted = var->release(slot.write);
+    var->lock.unlock();
+    while (granted != nullptr) {
+      // Read the link first: once dispatched, the granted op may finish and be recycled.
+      VarSlot* next = granted->next;
+      OpRecord* ready = granted->op;
+      if (ready->pending_vars.fetch_sub(1, std::memory_order_acq_rel) == 1) dispatch(ready);
+      granted = next;
+    }
+  }
+  if (VarState* var = op->var_to_delete) {
+    var->lock.lock();
+    bool idle = var->idle();
+    var->lock.unlock();
+    if (idle) {
+      release_var_state(var);
+    } else {
+      log().error("delete_var: ops were pushed on the var after its delete_var; leaking it");
+    }
+  }
+  // Waiters are not counted in flight: wait_all and backpressure are about user ops.
+  const bool counted = !op->is_waiter;
+  release_op_record(op);
+  if (!counted) return;
+  const std::uint64_t left = in_flight_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+  if ((left == 0 || left == resume_at_) && blocked_threads_.load(std::memory_order_seq_cst) > 0) {
+    // Taking the mutex orders this notify after a waiter that checked the count under it has
+    // gone to sleep, so the wake-up cannot be lost.
+    std::lock_guard lock(blocked_mutex_);
+    blocked_cv_.notify_all();
+  }
+}
+
+bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
+                                            std::chrono::milliseconds timeout) {
+  blocked_threads_.fetch_add(1, std::memory_order_seq_cst);
+  bool reached;
+  {
+    std::unique_lock lock(blocked_mutex_);
+    reached = blocked_cv_.wait_for(
+        lock, timeout, [&] { return in_flight_.load(std::memory_order_seq_cst) <= target; });
+  }
+  blocked_threads_.fetch_sub(1, std::memory_order_seq_cst);
+  return reached;
+}
+
+void ThreadedEngine::wait_for_room() {
+  pushes_blocked_.fetch_add(1, std::memory_order_relaxed);
+  while (!wait_in_flight_at_most(resume_at_, std::chrono::hours(1))) {
+  }
+}
+
+void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call) {
+  check_not_inside_op(call);
+  VarState* state = checked_state(var, call);
+  {
+    state->lock.lock();
+    bool ready = for_write ? state->idle() : state->readable();
+    ErrorRef poison = ready ? state->poison : nullptr;
+    state->lock.unlock();
+    if (ready) {
+      throw_if_poisoned(poison);
+      return;
+    }
+  }
+  // Queue a waiter op behind everything pushed on the var so far; it runs in the thread that
+  // grants it and wakes this one.
+  Signal signal;
+  ErrorRef poison;
+  OpRecord* op = acquire_op_record();
+  op->set_callable([&signal, &poison, state] {
+    poison = state->poison;
+    signal.set();
+  });
+  const Var vars[1] = {var};
+  prepare(op, cpu(), for_write ? VarList{} : VarList(vars), for_write ? VarList(vars) : VarList{},
+          OpProps{.name = call, .no_skip = true});
+  op->is_waiter = true;
+  enqueue_on_vars(op);
+  signal.wait();
+  throw_if_poisoned(poison);
+}
+
+void ThreadedEngine::wait_for_var(Var var) {
+  wait_on_var(var, false, "wait_for_var");
+}
+
+void ThreadedEngine::wait_to_write(Var var) {
+  wait_on_var(var, true, "wait_to_write");
+}
+
+void ThreadedEngine::wait_all() {
+  check_not_inside_op("wait_all");
+  while (!wait_in_flight_at_most(0, std::chrono::hours(1))) {
+  }
+  throw_first_unthrown_error();
+}
+
+bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
+  if (!wait_in_flight_at_most(0, timeout)) {
+    log().error("engine shutdown: {} ops still unfinished after {} ms; abandoning them",
+                in_flight_.load(), timeout.count());
+    return false;
+  }
+  cpu_.reset();
+  return true;
+}
+
+EngineStats ThreadedEngine::stats() const {
+  EngineStats stats = base_stats();
+  stats.ops_in_flight = in_flight_.load(std::memory_order_relaxed);
+  stats.ops_completed = stats.ops_pushed - std::min(stats.ops_pushed, stats.ops_in_flight);
+  stats.pushes_blocked = pushes_blocked_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,55 @@
+// ThreadedEngine: the real engine.
+//
+// Push takes the locks of the op's vars in address order (so two pushes can never order a pair
+// of vars in opposite ways), queues one slot per var, and releases them. Each granted var drops
+// `pending_vars` by one; the thread that drops it to zero hands the op to its device's executor.
+// When an op finishes, each of its vars grants the next write, or every read up to the next
+// write, and those ops lose one pending var. No lock is global: the only shared counter on the
+// hot path is `in_flight_`, which backpressure and wait_all need.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+#include "cpu_executor.h"
+#include "engine_core.h"
+
+namespace tandem::detail {
+
+class ThreadedEngine final : public EngineCore {
+ public:
+  explicit ThreadedEngine(EngineConfig config);
+  ~ThreadedEngine() override = default;
+
+  void submit(OpRecord* op, Device device, VarList reads, VarList writes,
+              const OpProps& props) override;
+  void submit_delete(OpRecord* op, Var var) override;
+  void wait_for_var(Var var) override;
+  void wait_to_write(Var var) override;
+  void wait_all() override;
+  EngineStats stats() const override;
+  bool shutdown(std::chrono::milliseconds timeout) override;
+
+ private:
+  void release(OpRecord* op) noexcept override;
+  void enqueue_on_vars(OpRecord* op);
+  void dispatch(OpRecord* op) noexcept;
+  void wait_on_var(Var var, bool for_write, const char* call);
+  void wait_for_room();
+  // Blocks until `in_flight_ <= target`; false if `timeout` passed first.
+  bool wait_in_flight_at_most(std::uint64_t target, std::chrono::milliseconds timeout);
+
+  const std::uint64_t max_in_flight_;
+  const std::uint64_t resume_at_;  // a blocked push resumes at or below this many ops
+  std::atomic<std::uint64_t> in_flight_{0};
+  std::atomic<std::uint64_t> pushes_blocked_{0};
+  // Threads blocked in wait_all, backpressure or shutdown; completions notify only if any.
+  std::atomic<int> blocked_threads_{0};
+  std::mutex blocked_mutex_;
+  std::condition_variable blocked_cv_;
+  std::unique_ptr<CpuExecutor> cpu_;
+};
+
+}  // namespace tandem::detail

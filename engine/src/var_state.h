@@ -1,0 +1,87 @@
+// VarState: the dependency queue of one var.
+//
+// Invariants (all fields but `poison` are guarded by `lock`):
+// - The ops holding the var ("granted") are either one writer (`write_active`) or
+//   `active_reads` readers, never both.
+// - `head..tail` are the slots still waiting, in the order their pushes took the var. A slot is
+//   granted only from the head, so results follow push order: a write waits for every earlier
+//   read and write; a read waits for the earlier write.
+// - `poison` is written only by the op holding the var for writing (when it finishes) and read
+//   only by ops holding it; the grant hand-off under `lock` orders those accesses.
+#pragma once
+
+#include <cstdint>
+
+#include "error_record.h"
+#include "spin_lock.h"
+#include "tandem/detail/op_record.h"
+
+namespace tandem::detail {
+
+struct VarState {
+  SpinLock lock;
+  VarSlot* head = nullptr;
+  VarSlot* tail = nullptr;
+  std::uint32_t active_reads = 0;
+  bool write_active = false;
+  ErrorRef poison;
+  VarState* next_free = nullptr;  // pool link while unused
+
+  // True when nothing holds the var and nothing waits for it.
+  bool idle() const { return head == nullptr && !write_active && active_reads == 0; }
+  // True when every earlier write has finished: a new read would be granted at once.
+  bool readable() const { return head == nullptr && !write_active; }
+
+  // Queues `slot` behind earlier ops; returns true when it is granted at once.
+  bool enqueue(VarSlot* slot) {
+    if (head == nullptr && !write_active && (!slot->write || active_reads == 0)) {
+      take(slot);
+      return true;
+    }
+    slot->next = nullptr;
+    if (tail != nullptr) {
+      tail->next = slot;
+    } else {
+      head = slot;
+    }
+    tail = slot;
+    return false;
+  }
+
+  // Ends one granted access and grants what can run now: the next write alone, or every read
+  // up to the next write. Returns the newly granted slots linked through `next`.
+  VarSlot* release(bool was_write) {
+    if (was_write) {
+      write_active = false;
+    } else {
+      --active_reads;
+    }
+    VarSlot* granted = nullptr;
+    VarSlot** granted_tail = &granted;
+    while (head != nullptr && !write_active) {
+      VarSlot* slot = head;
+      if (slot->write && active_reads > 0) break;
+      head = slot->next;
+      if (head == nullptr) tail = nullptr;
+      take(slot);
+      slot->next = nullptr;
+      *granted_tail = slot;
+      granted_tail = &slot->next;
+    }
+    return granted;
+  }
+
+ private:
+  void take(VarSlot* slot) {
+    if (slot->write) {
+      write_active = true;
+    } else {
+      ++active_reads;
+    }
+  }
+};
+
+VarState* acquire_var_state();
+void release_var_state(VarState* var) noexcept;
+
+}  // namespace tandem::detail
