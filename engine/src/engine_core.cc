@@ -1,6 +1,6 @@
 #include "engine_core.h"
 
-#include <algorithm>
+#include <functional>
 #include <string>
 
 #include "logging.h"
@@ -31,45 +31,51 @@ std::exception_ptr wrap_op_error(const OpRecord& op, std::exception_ptr error) {
   }
 }
 
-// Invariant after this: op->slots[0..num_slots) name distinct vars, sorted by address, so
-// that taking their locks in order can never deadlock two pushes.
-void fill_slots(OpRecord* op, VarList reads, VarList writes) {
+[[noreturn]] void throw_invalid_var(const char* set, std::size_t index, const OpProps& props) {
+  throw Error("tandem: push of op '" + std::string(props.name) + "': its " + set +
+              " set holds an invalid (default-constructed) var at position " +
+              std::to_string(index) + "; create vars with Engine::new_var()");
+}
+
+// Invariant after this: op->slots[0..num_slots) name distinct valid vars, sorted by address,
+// so that taking their locks in order can never deadlock two pushes.
+void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& props) {
   const std::size_t capacity = reads.size() + writes.size();
   if (capacity > OpRecord::kInlineSlots) op->slots = new VarSlot[capacity];
+  VarSlot* slots = op->slots;
   std::uint32_t n = 0;
   auto find = [&](VarState* var) -> VarSlot* {
     for (std::uint32_t i = 0; i < n; ++i) {
-      if (op->slots[i].var == var) return &op->slots[i];
+      if (slots[i].var == var) return &slots[i];
     }
     return nullptr;
   };
+  std::size_t index = 0;
   for (Var var : writes) {
-    if (find(var.state()) == nullptr)
-      op->slots[n++] = VarSlot{var.state(), nullptr, op, true, false};
+    if (!var.valid()) throw_invalid_var("write", index, props);
+    if (find(var.state()) == nullptr) slots[n++] = VarSlot{var.state(), nullptr, op, true, false};
+    ++index;
   }
+  index = 0;
   for (Var var : reads) {
+    if (!var.valid()) throw_invalid_var("read", index, props);
     if (VarSlot* slot = find(var.state())) {
       slot->reads_value = true;
     } else {
-      op->slots[n++] = VarSlot{var.state(), nullptr, op, false, true};
-    }
-  }
-  std::sort(op->slots, op->slots + n, [](const VarSlot& a, const VarSlot& b) {
-    return std::less<VarState*>()(a.var, b.var);
-  });
-  op->num_slots = n;
-}
-
-void check_vars(VarList vars, const char* set, const OpProps& props) {
-  std::size_t index = 0;
-  for (Var var : vars) {
-    if (!var.valid()) {
-      throw Error("tandem: push of op '" + std::string(props.name) + "': its " + set +
-                  " set holds an invalid (default-constructed) var at position " +
-                  std::to_string(index) + "; create vars with Engine::new_var()");
+      slots[n++] = VarSlot{var.state(), nullptr, op, false, true};
     }
     ++index;
   }
+  // Insertion sort: var lists are short, and usually one or two vars.
+  for (std::uint32_t i = 1; i < n; ++i) {
+    VarSlot slot = slots[i];
+    std::uint32_t j = i;
+    for (; j > 0 && std::less<VarState*>()(slot.var, slots[j - 1].var); --j) {
+      slots[j] = slots[j - 1];
+    }
+    slots[j] = slot;
+  }
+  op->num_slots = n;
 }
 
 void check_device(Device device, const OpProps& props) {
@@ -93,9 +99,7 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
   try {
     if (props.name == nullptr) throw Error("tandem: push of an op with a null name");
     check_device(device, props);
-    check_vars(reads, "read", props);
-    check_vars(writes, "write", props);
-    fill_slots(op, reads, writes);
+    fill_slots(op, reads, writes, props);
   } catch (...) {
     discard(op);
     throw;
@@ -187,7 +191,9 @@ void EngineCore::finish(OpRecord* op, const ErrorRef& outcome) noexcept {
   // Waiters only observe; user ops set (or, on success, clear) the poison of what they wrote.
   if (!op->is_waiter) {
     for (std::uint32_t i = 0; i < op->num_slots; ++i) {
-      if (op->slots[i].write) op->slots[i].var->poison = outcome;
+      VarState* var = op->slots[i].var;
+      // Compare first: the common case (no error before, none now) then writes nothing.
+      if (op->slots[i].write && var->poison != outcome) var->poison = outcome;
     }
   }
   release(op);

@@ -1,7 +1,7 @@
 #include "naive_engine.h"
 
 #include "logging.h"
-#include "signal.h"
+#include "wake_signal.h"
 
 namespace tandem::detail {
 
@@ -20,7 +20,7 @@ void NaiveEngine::run_now(OpRecord* op) {
   ops_pushed_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   // An async op may complete on another thread after execute returns; release() sets this.
-  Signal finished;
+  WakeSignal finished;
   op->engine_token = &finished;
   execute(op, -1);
   finished.wait();
@@ -28,7 +28,7 @@ void NaiveEngine::run_now(OpRecord* op) {
 
 void NaiveEngine::release(OpRecord* op) noexcept {
   if (VarState* var = op->var_to_delete) release_var_state(var);
-  auto* finished = static_cast<Signal*>(op->engine_token);
+  auto* finished = static_cast<WakeSignal*>(op->engine_token);
   release_op_record(op);
   finished->set();
 }

@@ -1,7 +1,7 @@
 #include "threaded_engine.h"
 
 #include "logging.h"
-#include "signal.h"
+#include "wake_signal.h"
 
 namespace tandem::detail {
 
@@ -125,7 +125,7 @@ void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call) {
   }
   // Queue a waiter op behind everything pushed on the var so far; it runs in the thread that
   // grants it and wakes this one.
-  Signal signal;
+  WakeSignal signal;
   ErrorRef poison;
   OpRecord* op = acquire_op_record();
   op->set_callable([&signal, &poison, state] {

@@ -1,5 +1,5 @@
-// Signal: a one-shot event one thread sets and another waits for. The setter notifies while
-// holding the mutex, so the waiter may destroy the Signal as soon as wait() returns.
+// WakeSignal: a one-shot event one thread sets and another waits for. The setter notifies while
+// holding the mutex, so the waiter may destroy the WakeSignal as soon as wait() returns.
 #pragma once
 
 #include <condition_variable>
@@ -7,7 +7,7 @@
 
 namespace tandem::detail {
 
-class Signal {
+class WakeSignal {
  public:
   void set() {
     std::lock_guard lock(mutex_);
