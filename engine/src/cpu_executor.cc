@@ -65,8 +65,7 @@ void CpuExecutor::submit(OpRecord* op) noexcept {
 
 OpRecord* CpuExecutor::pop_any() noexcept {
   if (OpRecord* op = urgent_.pop()) return op;
-  OpRecord* op = nullptr;
-  if (normal_.try_pop(op)) return op;
+  if (OpRecord* op = normal_.pop()) return op;
   return background_.pop();
 }
 

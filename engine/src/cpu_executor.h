@@ -10,7 +10,6 @@
 //   long compute ops. Ops with priority < 0 run when nothing else is ready.
 #pragma once
 
-#include <oneapi/tbb/concurrent_queue.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -20,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "ready_fifo.h"
 #include "ready_queue.h"
 #include "tandem/engine_config.h"
 
@@ -51,7 +51,7 @@ class CpuExecutor {
   std::unique_ptr<tbb::global_control> parallelism_;
   tbb::task_arena arena_;
 
-  tbb::concurrent_queue<OpRecord*> normal_;
+  ReadyFifo normal_;
   PriorityReadyQueue urgent_;
   PriorityReadyQueue background_;
 

@@ -79,8 +79,9 @@ struct OpRecord {
   std::uint64_t ready_sequence = 0;
   // Per-engine scratch (the naive engine keeps the pusher's completion signal here).
   void* engine_token = nullptr;
-  // Free-list and ready-queue link; a record is in at most one of them.
+  // Free-list link (pool) and ready-queue link (ReadyFifo).
   OpRecord* next = nullptr;
+  std::atomic<OpRecord*> next_ready{nullptr};
 
   template <class Fn>
   void set_callable(Fn&& fn);
