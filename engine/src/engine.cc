@@ -8,6 +8,7 @@
 #include "engine_core.h"
 #include "logging.h"
 #include "naive_engine.h"
+#include "tandem/profiler.h"
 #include "threaded_engine.h"
 
 namespace tandem {
@@ -21,7 +22,16 @@ class EngineFacade final : public Engine {
  public:
   explicit EngineFacade(detail::EngineCore* core) : core_(core) {}
   ~EngineFacade() override {
-    if (core_->shutdown(core_->config().shutdown_timeout)) delete core_;
+    const bool finished = core_->shutdown(core_->config().shutdown_timeout);
+    if (writes_profile_) write_profile();
+    if (finished) delete core_;
+  }
+
+  // For the process-wide engine: honour EngineConfig::profile_path (TANDEM_PROFILE).
+  void profile_to_file() {
+    if (core_->config().profile_path.empty()) return;
+    writes_profile_ = true;
+    profiler::start();
   }
 
   EngineKind kind() const override { return core_->config().kind; }
@@ -40,8 +50,26 @@ class EngineFacade final : public Engine {
   void submit_delete(detail::OpRecord* op, Var var) override { core_->submit_delete(op, var); }
 
  private:
+  void write_profile() noexcept {
+    const std::string& path = core_->config().profile_path;
+    try {
+      profiler::stop();
+      profiler::dump(path);
+      detail::log().info("profile written to {}", path);
+    } catch (const std::exception& e) {
+      detail::log().error("TANDEM_PROFILE: {}", e.what());
+    }
+  }
+
   detail::EngineCore* core_;
+  bool writes_profile_ = false;
 };
+
+std::unique_ptr<Engine> create_default(const EngineConfig& config) {
+  auto engine = Engine::create(config);
+  static_cast<EngineFacade*>(engine.get())->profile_to_file();
+  return engine;
+}
 
 std::mutex default_mutex;
 std::unique_ptr<Engine> default_engine;
@@ -65,7 +93,7 @@ Engine& Engine::get() {
   if (Engine* engine = default_pointer.load(std::memory_order_acquire)) return *engine;
   std::lock_guard lock(default_mutex);
   if (!default_engine) {
-    default_engine = create(EngineConfig::from_env());
+    default_engine = create_default(EngineConfig::from_env());
     default_pointer.store(default_engine.get(), std::memory_order_release);
   }
   return *default_engine;
@@ -75,7 +103,7 @@ void Engine::set_default(const EngineConfig& config) {
   std::lock_guard lock(default_mutex);
   default_pointer.store(nullptr, std::memory_order_release);
   default_engine.reset();  // finishes the old engine's ops
-  default_engine = create(config);
+  default_engine = create_default(config);
   default_pointer.store(default_engine.get(), std::memory_order_release);
 }
 

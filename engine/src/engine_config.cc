@@ -59,6 +59,7 @@ EngineConfig EngineConfig::from_env(const char* (*getenv)(const char*)) {
         std::chrono::milliseconds(parse_integer("TANDEM_SHUTDOWN_TIMEOUT_MS", v, 0, 1LL << 40));
   }
   if (const char* v = getenv("TANDEM_LOG_LEVEL")) config.log_level = v;
+  if (const char* v = getenv("TANDEM_PROFILE")) config.profile_path = v;
   return config;
 }
 

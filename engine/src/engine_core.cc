@@ -4,6 +4,7 @@
 #include <string>
 
 #include "logging.h"
+#include "profiler_recorder.h"
 
 namespace tandem::detail {
 
@@ -107,6 +108,7 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
   op->device = device;
   op->props = props;
   op->sink = this;
+  if (profiling::enabled()) profiling::on_push(op);
 }
 
 void EngineCore::prepare_delete(OpRecord* op, Var var) {
@@ -131,12 +133,15 @@ void EngineCore::execute(OpRecord* op, int worker) noexcept {
         ops_skipped_.fetch_add(1, std::memory_order_relaxed);
         log().debug("skipping op '{}': an input is poisoned", op->props.name);
         op->destroy_callable();
-        finish(op, slot.var->poison);
+        op->worker = worker;
+        finish(op, slot.var->poison, /*skipped=*/true);
         return;
       }
     }
   }
 
+  op->worker = worker;
+  if (op->profile_id != 0) op->start_ns = profiling::now_ns();
   OpRecord* outer = tls_current_op;
   tls_current_op = op;
   std::exception_ptr error;
@@ -174,7 +179,7 @@ void EngineCore::complete(OpRecord* op) noexcept {
 
 void EngineCore::finish_with(OpRecord* op, std::exception_ptr error) noexcept {
   if (!error) {
-    finish(op, nullptr);
+    finish(op, nullptr, false);
     return;
   }
   ops_failed_.fetch_add(1, std::memory_order_relaxed);
@@ -182,10 +187,21 @@ void EngineCore::finish_with(OpRecord* op, std::exception_ptr error) noexcept {
   log().debug("op '{}' on {} failed: {}", op->props.name, to_string(op->device),
               describe(record->error));
   errors_.record(record);
-  finish(op, record);
+  finish(op, record, false);
 }
 
-void EngineCore::finish(OpRecord* op, const ErrorRef& outcome) noexcept {
+std::string EngineCore::lane_name(int worker) const {
+  return worker < 0 ? "inline" : "cpu worker " + std::to_string(worker);
+}
+
+void EngineCore::finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept {
+  if (op->profile_id != 0) {
+    try {
+      profiling::on_finish(op, lane_name(op->worker), skipped, outcome != nullptr && !skipped);
+    } catch (...) {
+      log().warn("profiler: could not record op '{}' (out of memory?)", op->props.name);
+    }
+  }
   op->body_error = nullptr;
   op->completion_error = nullptr;
   // Waiters only observe; user ops set (or, on success, clear) the poison of what they wrote.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <string>
 
 #include "error_record.h"
 #include "tandem/engine.h"
@@ -60,12 +61,14 @@ class EngineCore : public CompletionSink {
   void throw_first_unthrown_error();
 
   EngineStats base_stats() const;
+  // The profiler's name for worker lane `worker` (as passed to execute).
+  virtual std::string lane_name(int worker) const;
 
   std::atomic<std::uint64_t> ops_pushed_{0};
 
  private:
   void finish_with(OpRecord* op, std::exception_ptr error) noexcept;
-  void finish(OpRecord* op, const ErrorRef& outcome) noexcept;
+  void finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept;
 
   EngineConfig config_;
   ErrorRegistry errors_;

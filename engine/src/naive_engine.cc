@@ -1,6 +1,7 @@
 #include "naive_engine.h"
 
 #include "logging.h"
+#include "profiler_recorder.h"
 #include "wake_signal.h"
 
 namespace tandem::detail {
@@ -22,6 +23,7 @@ void NaiveEngine::run_now(OpRecord* op) {
   // An async op may complete on another thread after execute returns; release() sets this.
   WakeSignal finished;
   op->engine_token = &finished;
+  if (op->profile_id != 0) profiling::on_enqueue(op);
   execute(op, -1);
   finished.wait();
 }

@@ -23,6 +23,9 @@ void release_op_record(OpRecord* op) noexcept {
   op->completion_taken = false;
   op->is_waiter = false;
   op->engine_token = nullptr;
+  op->profile_id = 0;
+  op->worker = -1;
+  op->num_depends_on.store(0, std::memory_order_relaxed);
   OpPool::instance().release(op);
 }
 
@@ -35,6 +38,7 @@ void release_var_state(VarState* var) noexcept {
   var->active_reads = 0;
   var->write_active = false;
   var->poison.reset();
+  var->last_writer_profile_id = 0;
   VarPool::instance().release(var);
 }
 

@@ -1,6 +1,7 @@
 #include "threaded_engine.h"
 
 #include "logging.h"
+#include "profiler_recorder.h"
 #include "wake_signal.h"
 
 namespace tandem::detail {
@@ -38,6 +39,7 @@ void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
   for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.lock();
   std::uint32_t granted = 0;
   for (std::uint32_t i = 0; i < n; ++i) granted += op->slots[i].var->enqueue(&op->slots[i]);
+  if (op->profile_id != 0) profiling::on_enqueue(op);
   for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.unlock();
   if (op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
     dispatch(op);
@@ -50,6 +52,7 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
     execute(op, -1);
     return;
   }
+  if (op->profile_id != 0) op->ready_ns = profiling::now_ns();
   cpu_->submit(op);
 }
 
@@ -136,6 +139,7 @@ void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call) {
   prepare(op, cpu(), for_write ? VarList{} : VarList(vars), for_write ? VarList(vars) : VarList{},
           OpProps{.name = call, .no_skip = true});
   op->is_waiter = true;
+  op->profile_id = 0;  // waits are not ops of the program
   enqueue_on_vars(op);
   signal.wait();
   throw_if_poisoned(poison);
@@ -164,6 +168,13 @@ bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
   }
   cpu_.reset();
   return true;
+}
+
+std::string ThreadedEngine::lane_name(int worker) const {
+  const int pool = cpu_ ? cpu_->num_workers() : 0;
+  if (worker < 0) return "inline";
+  if (worker < pool) return "cpu worker " + std::to_string(worker);
+  return "cpu priority " + std::to_string(worker - pool);
 }
 
 EngineStats ThreadedEngine::stats() const {

@@ -34,6 +34,7 @@ class ThreadedEngine final : public EngineCore {
 
  private:
   void release(OpRecord* op) noexcept override;
+  std::string lane_name(int worker) const override;
   void enqueue_on_vars(OpRecord* op);
   void dispatch(OpRecord* op) noexcept;
   void wait_on_var(Var var, bool for_write, const char* call);

@@ -25,6 +25,8 @@ struct VarState {
   std::uint32_t active_reads = 0;
   bool write_active = false;
   ErrorRef poison;
+  // Profiler only: the last profiled op pushed that writes this var (its dependency source).
+  std::uint64_t last_writer_profile_id = 0;
   VarState* next_free = nullptr;  // pool link while unused
 
   // True when nothing holds the var and nothing waits for it.

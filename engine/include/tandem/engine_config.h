@@ -28,6 +28,9 @@ struct EngineConfig {
   std::chrono::microseconds spin_before_park{50};
   // Destroying an engine waits this long for pending ops, then reports and abandons them.
   std::chrono::milliseconds shutdown_timeout{60000};
+  // Profile the process-wide engine from its creation and write a Chrome/Perfetto trace here
+  // when it is destroyed (at exit). Empty: off.
+  std::string profile_path{};
   // spdlog level name: trace, debug, info, warn, error, critical, off.
   std::string log_level = "warn";
 

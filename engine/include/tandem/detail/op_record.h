@@ -79,6 +79,13 @@ struct OpRecord {
   std::uint64_t ready_sequence = 0;
   // Per-engine scratch (the naive engine keeps the pusher's completion signal here).
   void* engine_token = nullptr;
+
+  // --- profiling (only when the profiler is on; profile_id 0 = not profiled) ---------------
+  std::uint64_t profile_id = 0;
+  std::int64_t push_ns = 0, ready_ns = 0, start_ns = 0;
+  int worker = -1;
+  std::atomic<std::uint8_t> num_depends_on{0};
+  std::uint64_t depends_on[4] = {};
   // Free-list link (pool) and ready-queue link (ReadyFifo).
   OpRecord* next = nullptr;
   std::atomic<OpRecord*> next_ready{nullptr};

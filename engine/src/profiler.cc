@@ -1,0 +1,295 @@
+// The profiler's event store and its Chrome/Perfetto trace file (writing and reading back).
+//
+// Each thread that finishes ops appends to its own buffer (its mutex is uncontended except
+// while events() copies it). Buffers of exited threads are folded into `orphans`. The registry
+// is a deliberately leaked singleton so that thread-local buffers can flush into it at any time,
+// static destruction included.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "profiler_recorder.h"
+#include "tandem/errors.h"
+#include "tandem/profiler.h"
+
+namespace tandem::detail::profiling {
+
+std::atomic<bool> g_enabled{false};
+
+namespace {
+
+struct Buffer {
+  std::mutex mutex;
+  std::vector<profiler::OpEvent> events;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<Buffer*> buffers;
+  std::vector<profiler::OpEvent> orphans;
+  std::atomic<std::uint64_t> next_id{1};
+  std::atomic<std::int64_t> epoch_ns{0};
+  // Bumped by clear(): a buffer drops events recorded before the last clear.
+  std::atomic<std::uint64_t> generation{0};
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // leaked on purpose, see above
+  return *r;
+}
+
+struct ThreadBuffer {
+  Buffer buffer;
+  ThreadBuffer() {
+    std::lock_guard lock(registry().mutex);
+    registry().buffers.push_back(&buffer);
+  }
+  ~ThreadBuffer() {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    std::erase(r.buffers, &buffer);
+    std::lock_guard own(buffer.mutex);
+    r.orphans.insert(r.orphans.end(), buffer.events.begin(), buffer.events.end());
+  }
+};
+
+Buffer& this_thread_buffer() {
+  static thread_local ThreadBuffer buffer;
+  return buffer.buffer;
+}
+
+}  // namespace
+
+void on_push(OpRecord* op) {
+  op->profile_id = registry().next_id.fetch_add(1, std::memory_order_relaxed);
+  op->push_ns = now_ns();
+  op->ready_ns = op->start_ns = op->push_ns;
+}
+
+void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed) {
+  const std::int64_t epoch = registry().epoch_ns.load(std::memory_order_relaxed);
+  profiler::OpEvent event;
+  event.id = op->profile_id;
+  event.name = op->props.name;
+  event.device = op->device;
+  event.queue = op->props.queue;
+  event.lane = lane;
+  event.push_ns = op->push_ns - epoch;
+  event.ready_ns = op->ready_ns - epoch;
+  event.start_ns = op->start_ns - epoch;
+  event.end_ns = skipped ? event.start_ns : now_ns() - epoch;
+  event.skipped = skipped;
+  event.failed = failed;
+  const auto deps = std::min<std::uint8_t>(op->num_depends_on.load(std::memory_order_relaxed), 4);
+  event.depends_on.assign(op->depends_on, op->depends_on + deps);
+  // An op pushed before the last start()/clear() belongs to no trace.
+  if (event.push_ns < 0) return;
+  Buffer& buffer = this_thread_buffer();
+  std::lock_guard lock(buffer.mutex);
+  buffer.events.push_back(std::move(event));
+}
+
+}  // namespace tandem::detail::profiling
+
+namespace tandem::profiler {
+
+using detail::profiling::g_enabled;
+using detail::profiling::registry;
+
+void clear() {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (auto* buffer : r.buffers) {
+    std::lock_guard own(buffer->mutex);
+    buffer->events.clear();
+  }
+  r.orphans.clear();
+}
+
+void start() {
+  clear();
+  registry().epoch_ns.store(detail::profiling::now_ns());
+  g_enabled.store(true);
+}
+
+void stop() {
+  g_enabled.store(false);
+}
+
+bool enabled() {
+  return g_enabled.load();
+}
+
+std::vector<OpEvent> events() {
+  auto& r = registry();
+  std::vector<OpEvent> all;
+  {
+    std::lock_guard lock(r.mutex);
+    all = r.orphans;
+    for (auto* buffer : r.buffers) {
+      std::lock_guard own(buffer->mutex);
+      all.insert(all.end(), buffer->events.begin(), buffer->events.end());
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const OpEvent& a, const OpEvent& b) { return a.id < b.id; });
+  return all;
+}
+
+namespace {
+
+// Trace process ids: one "process" per device, so each device's lanes are grouped.
+int process_id(Device device) {
+  switch (device.kind) {
+    case DeviceKind::cpu:
+      return 1;
+    case DeviceKind::cuda:
+      return 100 + device.id;
+    case DeviceKind::sim:
+      return 200 + device.id;
+  }
+  return 0;
+}
+
+double to_us(std::int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
+
+}  // namespace
+
+void dump(const std::string& path) {
+  const std::vector<OpEvent> all = events();
+  using nlohmann::json;
+  json trace_events = json::array();
+  // Lanes numbered per device, in order of first appearance.
+  std::map<std::pair<int, std::string>, int> lane_ids;
+  std::map<std::uint64_t, const OpEvent*> by_id;
+  std::set<int> named_processes;
+  for (const OpEvent& e : all) {
+    by_id[e.id] = &e;
+    const int pid = process_id(e.device);
+    if (named_processes.insert(pid).second) {
+      trace_events.push_back({{"ph", "M"},
+                              {"name", "process_name"},
+                              {"pid", pid},
+                              {"args", {{"name", to_string(e.device)}}}});
+    }
+    auto [it, inserted] =
+        lane_ids.try_emplace({pid, e.lane}, static_cast<int>(lane_ids.size()) + 1);
+    if (inserted) {
+      trace_events.push_back({{"ph", "M"},
+                              {"name", "thread_name"},
+                              {"pid", pid},
+                              {"tid", it->second},
+                              {"args", {{"name", e.lane}}}});
+    }
+  }
+  std::uint64_t flow_id = 0;
+  for (const OpEvent& e : all) {
+    const int pid = process_id(e.device);
+    const int tid = lane_ids.at({pid, e.lane});
+    trace_events.push_back({{"ph", "X"},
+                            {"name", e.name},
+                            {"cat", queue_name(e.queue)},
+                            {"pid", pid},
+                            {"tid", tid},
+                            {"ts", to_us(e.start_ns)},
+                            {"dur", to_us(e.end_ns - e.start_ns)},
+                            {"args",
+                             {{"id", e.id},
+                              {"device", to_string(e.device)},
+                              {"queue", queue_name(e.queue)},
+                              {"lane", e.lane},
+                              {"push_ns", e.push_ns},
+                              {"ready_ns", e.ready_ns},
+                              {"start_ns", e.start_ns},
+                              {"end_ns", e.end_ns},
+                              {"skipped", e.skipped},
+                              {"failed", e.failed},
+                              {"depends_on", e.depends_on}}}});
+    // Flow arrows: from the end of each predecessor to the start of this op.
+    for (std::uint64_t dep : e.depends_on) {
+      auto pred = by_id.find(dep);
+      if (pred == by_id.end()) continue;
+      const OpEvent& p = *pred->second;
+      const int ppid = process_id(p.device);
+      ++flow_id;
+      trace_events.push_back({{"ph", "s"},
+                              {"name", "dependency"},
+                              {"cat", "dependency"},
+                              {"id", flow_id},
+                              {"pid", ppid},
+                              {"tid", lane_ids.at({ppid, p.lane})},
+                              {"ts", to_us(p.end_ns)}});
+      trace_events.push_back({{"ph", "f"},
+                              {"bp", "e"},
+                              {"name", "dependency"},
+                              {"cat", "dependency"},
+                              {"id", flow_id},
+                              {"pid", pid},
+                              {"tid", tid},
+                              {"ts", to_us(e.start_ns)}});
+    }
+  }
+  json trace = {{"traceEvents", trace_events},
+                {"displayTimeUnit", "ns"},
+                {"otherData", {{"format", "tandem-trace-1"}, {"ops", all.size()}}}};
+  std::ofstream out(path);
+  if (!out) throw Error("tandem: profiler::dump cannot open '" + path + "' for writing");
+  out << trace.dump(1) << "\n";
+  if (!out) throw Error("tandem: profiler::dump failed while writing '" + path + "'");
+}
+
+std::vector<OpEvent> load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("tandem: cannot open trace '" + path + "'");
+  nlohmann::json trace;
+  try {
+    trace = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error("tandem: trace '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
+    throw Error("tandem: trace '" + path + "' has no traceEvents array");
+  }
+  std::vector<OpEvent> all;
+  try {
+    for (const auto& item : trace["traceEvents"]) {
+      if (item.value("ph", "") != "X" || !item.contains("args")) continue;
+      const auto& args = item["args"];
+      OpEvent e;
+      e.id = args.at("id").get<std::uint64_t>();
+      e.name = item.at("name").get<std::string>();
+      e.lane = args.at("lane").get<std::string>();
+      const std::string device = args.at("device").get<std::string>();
+      const auto open = device.find('(');
+      const std::string kind = device.substr(0, open);
+      e.device.kind = kind == "gpu"   ? DeviceKind::cuda
+                      : kind == "sim" ? DeviceKind::sim
+                                      : DeviceKind::cpu;
+      e.device.id = std::stoi(device.substr(open + 1));
+      const std::string queue = args.at("queue").get<std::string>();
+      for (Queue q :
+           {Queue::compute, Queue::copy_h2d, Queue::copy_d2h, Queue::copy_d2d, Queue::comm}) {
+        if (queue == queue_name(q)) e.queue = q;
+      }
+      e.push_ns = args.at("push_ns").get<std::int64_t>();
+      e.ready_ns = args.at("ready_ns").get<std::int64_t>();
+      e.start_ns = args.at("start_ns").get<std::int64_t>();
+      e.end_ns = args.at("end_ns").get<std::int64_t>();
+      e.skipped = args.value("skipped", false);
+      e.failed = args.value("failed", false);
+      e.depends_on = args.value("depends_on", std::vector<std::uint64_t>{});
+      all.push_back(std::move(e));
+    }
+  } catch (const std::exception& e) {
+    throw Error("tandem: trace '" + path + "' has a malformed op event: " + e.what());
+  }
+  return all;
+}
+
+}  // namespace tandem::profiler

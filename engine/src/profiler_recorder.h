@@ -1,0 +1,48 @@
+// The profiler's recording side, called by the engines. Everything here is a no-op unless the
+// profiler is on; `enabled()` is one relaxed load, so a disabled profiler costs nothing
+// measurable on the hot path.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "tandem/detail/op_record.h"
+#include "var_state.h"
+
+namespace tandem::detail::profiling {
+
+extern std::atomic<bool> g_enabled;
+
+inline bool enabled() {
+  return g_enabled.load(std::memory_order_relaxed);
+}
+
+inline std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// At push: gives the op an id and its push time.
+void on_push(OpRecord* op);
+// At enqueue, with the op's vars held (locked, or the naive engine's turn): records the data
+// dependencies of the op in push order (on the last writer of each var it touches, up to 4),
+// whatever the timing, and makes the op the last writer of what it writes.
+inline void on_enqueue(OpRecord* op) {
+  for (std::uint32_t i = 0; i < op->num_slots; ++i) {
+    VarState* var = op->slots[i].var;
+    const std::uint64_t writer = var->last_writer_profile_id;
+    std::uint8_t n = op->num_depends_on.load(std::memory_order_relaxed);
+    if (writer != 0 && n < 4) {
+      op->depends_on[n] = writer;
+      op->num_depends_on.store(n + 1, std::memory_order_relaxed);
+    }
+    if (op->slots[i].write) var->last_writer_profile_id = op->profile_id;
+  }
+}
+// At finish: stores the op's event (end time = now) in this thread's buffer.
+void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed);
+
+}  // namespace tandem::detail::profiling
