@@ -100,7 +100,11 @@ void CpuExecutor::drain() noexcept {
       }
       if (empty_polls++ == 0) idle_since = Clock::now();
       cpu_relax();
-      if (empty_polls % 64 == 0 && Clock::now() - idle_since >= spin_) break;
+      if (empty_polls % 64 == 0) {
+        if (Clock::now() - idle_since >= spin_) break;
+        // The pushing thread may need this core (workers = cores by default): give it up.
+        std::this_thread::yield();
+      }
     }
     active_drainers_.fetch_sub(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);

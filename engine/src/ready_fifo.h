@@ -6,10 +6,13 @@
 // the empty queue. This is the well-known intrusive MPSC queue of D. Vyukov, made multi-consumer
 // by the consumer lock.
 //
-// Invariants: `head_` (consumer side, guarded by `consumer_lock_`) is the oldest record still
-// linked; the queue is empty exactly when `tail_` is the stub. Between a producer's exchange
-// and its link store the chain is briefly broken; pop then returns null and the caller polls
-// again (the op is not lost: `empty()` stays false until it is taken).
+// Invariants: `head_` (written by consumers under `consumer_lock_`) is the oldest unconsumed
+// record, or the stub once everything before it was consumed; the stub may sit anywhere in the
+// chain (a producer can link behind it while a consumer re-inserts it). So the queue is empty
+// exactly when `head_` is the stub and nothing is linked behind it. Between a producer's
+// exchange and its link store the chain is briefly broken: pop returns null and `empty()` may
+// say true; the producer then wakes a drainer after its link store (see CpuExecutor), so the op
+// is never stranded.
 #pragma once
 
 #include <atomic>
@@ -24,7 +27,7 @@ class ReadyFifo {
  public:
   ReadyFifo() {
     stub_.next_ready.store(nullptr, std::memory_order_relaxed);
-    head_ = &stub_;
+    head_.store(&stub_, std::memory_order_relaxed);
     tail_.store(&stub_, std::memory_order_relaxed);
   }
   ReadyFifo(const ReadyFifo&) = delete;
@@ -36,21 +39,25 @@ class ReadyFifo {
     previous->next_ready.store(op, std::memory_order_release);
   }
 
-  bool empty() const noexcept { return tail_.load(std::memory_order_acquire) == &stub_; }
+  bool empty() const noexcept {
+    return head_.load(std::memory_order_acquire) == &stub_ &&
+           stub_.next_ready.load(std::memory_order_acquire) == nullptr;
+  }
 
   // The oldest op, or null when empty (or when a push is half done: poll again).
   OpRecord* pop() noexcept {
     if (empty()) return nullptr;
     std::lock_guard lock(consumer_lock_);
-    OpRecord* head = head_;
+    OpRecord* head = head_.load(std::memory_order_relaxed);
     OpRecord* next = head->next_ready.load(std::memory_order_acquire);
     if (head == &stub_) {
       if (next == nullptr) return nullptr;
-      head_ = head = next;
+      head = next;
+      head_.store(head, std::memory_order_release);
       next = next->next_ready.load(std::memory_order_acquire);
     }
     if (next != nullptr) {
-      head_ = next;
+      head_.store(next, std::memory_order_release);
       return head;
     }
     // `head` is the last linked record. Unless a producer is mid-push, put the stub behind it
@@ -59,13 +66,13 @@ class ReadyFifo {
     push(&stub_);
     next = head->next_ready.load(std::memory_order_acquire);
     if (next == nullptr) return nullptr;
-    head_ = next;
+    head_.store(next, std::memory_order_release);
     return head;
   }
 
  private:
   SpinLock consumer_lock_;
-  OpRecord* head_;
+  std::atomic<OpRecord*> head_;
   alignas(64) std::atomic<OpRecord*> tail_;
   alignas(64) OpRecord stub_;
 };
