@@ -1,6 +1,7 @@
 #include "cpu_executor.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "engine_core.h"
 #include "spin_lock.h"
@@ -14,6 +15,27 @@ int resolve_workers(int requested) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+// oneTBB caps its workers at cores - 1 unless a global_control says otherwise, and applies the
+// *smallest* value among live controls. An arena wants every slot for a worker (the pushing
+// thread stays outside it), so the process keeps one control holding the largest value any
+// engine asked for, replaced when a larger one is asked for and never lowered: an engine
+// created beside (or after) another always gets its workers.
+void allow_parallelism(int threads) {
+  static std::mutex mutex;
+  static tbb::global_control* control = nullptr;  // leaked on purpose: lives with the process
+  static int allowed = 0;
+  std::lock_guard lock(mutex);
+  if (threads <= allowed) return;
+  const int current = static_cast<int>(
+      tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+  if (control == nullptr && threads <= current) return;
+  auto* raised = new tbb::global_control(tbb::global_control::max_allowed_parallelism,
+                                         static_cast<std::size_t>(threads));
+  delete control;  // the new, larger control is live first, so the cap never dips
+  control = raised;
+  allowed = threads;
+}
+
 bool is_urgent(const OpRecord* op) {
   return op->props.priority > 0 || op->props.queue != Queue::compute;
 }
@@ -24,14 +46,7 @@ CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
     : engine_(engine),
       num_workers_(resolve_workers(config.cpu_workers)),
       spin_(config.spin_before_park) {
-  // oneTBB caps workers at cores - 1 unless told otherwise; the arena wants every slot for a
-  // worker (the pushing thread stays outside it). Only raise the cap, never lower it.
-  const auto current = static_cast<int>(
-      tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
-  if (current < num_workers_ + 1) {
-    parallelism_ = std::make_unique<tbb::global_control>(
-        tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(num_workers_ + 1));
-  }
+  allow_parallelism(num_workers_ + 1);
   arena_.initialize(num_workers_, /*reserved_for_masters=*/0);
   for (int i = 0; i < config.priority_workers; ++i) {
     priority_threads_.emplace_back([this, i] { priority_lane(num_workers_ + i); });

@@ -48,7 +48,6 @@ class CpuExecutor {
   EngineCore& engine_;
   const int num_workers_;
   const std::chrono::microseconds spin_;
-  std::unique_ptr<tbb::global_control> parallelism_;
   tbb::task_arena arena_;
 
   ReadyFifo normal_;

@@ -127,16 +127,21 @@ void EngineCore::discard(OpRecord* op) noexcept {
 
 void EngineCore::execute(OpRecord* op, int worker) noexcept {
   if (!op->props.no_skip) {
+    const ErrorRef* oldest = nullptr;
     for (std::uint32_t i = 0; i < op->num_slots; ++i) {
       const VarSlot& slot = op->slots[i];
-      if (slot.reads_value && slot.var->poison) {
-        ops_skipped_.fetch_add(1, std::memory_order_relaxed);
-        log().debug("skipping op '{}': an input is poisoned", op->props.name);
-        op->destroy_callable();
-        op->worker = worker;
-        finish(op, slot.var->poison, /*skipped=*/true);
-        return;
+      const ErrorRef& poison = slot.var->poison;
+      if (slot.reads_value && poison && (!oldest || poison->op_sequence < (*oldest)->op_sequence)) {
+        oldest = &poison;
       }
+    }
+    if (oldest != nullptr) {
+      ops_skipped_.fetch_add(1, std::memory_order_relaxed);
+      log().debug("skipping op '{}': an input is poisoned", op->props.name);
+      op->destroy_callable();
+      op->worker = worker;
+      finish(op, *oldest, /*skipped=*/true);
+      return;
     }
   }
 
@@ -183,7 +188,7 @@ void EngineCore::finish_with(OpRecord* op, std::exception_ptr error) noexcept {
     return;
   }
   ops_failed_.fetch_add(1, std::memory_order_relaxed);
-  auto record = std::make_shared<ErrorRecord>(wrap_op_error(*op, error));
+  auto record = std::make_shared<ErrorRecord>(wrap_op_error(*op, error), op->push_sequence);
   log().debug("op '{}' on {} failed: {}", op->props.name, to_string(op->device),
               describe(record->error));
   errors_.record(record);

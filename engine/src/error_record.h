@@ -12,8 +12,12 @@
 namespace tandem::detail {
 
 struct ErrorRecord {
-  explicit ErrorRecord(std::exception_ptr e) : error(std::move(e)) {}
+  ErrorRecord(std::exception_ptr e, std::uint64_t sequence)
+      : error(std::move(e)), op_sequence(sequence) {}
   std::exception_ptr error;
+  // Push order of the op that failed: an op skipped because several inputs are poisoned passes
+  // on the oldest of their errors, so the error reported never depends on timing or addresses.
+  std::uint64_t op_sequence;
   // Set by the first sync point that throws it; wait_all skips records already thrown.
   std::atomic<bool> thrown{false};
 };

@@ -18,8 +18,24 @@ void NaiveEngine::submit_delete(OpRecord* op, Var var) {
 }
 
 void NaiveEngine::run_now(OpRecord* op) {
-  ops_pushed_.fetch_add(1, std::memory_order_relaxed);
+  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
+  const OpRecord* running = current_op();
+  if (running != nullptr && running->sink == this) {
+    // Pushed from inside one of this engine's ops: it comes after that op in push order, so it
+    // runs once that op (and what was deferred before it) has finished.
+    deferred_.push_back(op);
+    return;
+  }
+  run_one(op);
+  while (!deferred_.empty()) {
+    OpRecord* next = deferred_.front();
+    deferred_.pop_front();
+    run_one(next);
+  }
+}
+
+void NaiveEngine::run_one(OpRecord* op) {
   // An async op may complete on another thread after execute returns; release() sets this.
   WakeSignal finished;
   op->engine_token = &finished;

@@ -1,9 +1,11 @@
 // NaiveEngine: runs every op inline in push, one at a time (pushes from several threads take
-// turns), and returns once it has finished, asynchronous completion included. It is the
+// turns), and returns once it has finished, asynchronous completion included. A push from
+// inside an op runs right after that op, keeping push order. It is the
 // synchronous baseline of the benchmarks, the reference of the differential tests and a
 // debugging mode (TANDEM_ENGINE=naive): same errors, same poison rules, no concurrency.
 #pragma once
 
+#include <deque>
 #include <mutex>
 
 #include "engine_core.h"
@@ -25,10 +27,12 @@ class NaiveEngine final : public EngineCore {
 
  private:
   void run_now(OpRecord* op);
+  void run_one(OpRecord* op);
   void release(OpRecord* op) noexcept override;
 
-  // Recursive: an op may push (its op then runs inline, nested).
+  // Recursive: an op may push; that op is deferred until the pushing op has finished.
   std::recursive_mutex mutex_;
+  std::deque<OpRecord*> deferred_;  // guarded by mutex_
 };
 
 }  // namespace tandem::detail

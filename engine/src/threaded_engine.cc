@@ -20,14 +20,14 @@ void ThreadedEngine::submit(OpRecord* op, Device device, VarList reads, VarList 
       current_op() == nullptr) {
     wait_for_room();
   }
-  ops_pushed_.fetch_add(1, std::memory_order_relaxed);
+  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_relaxed);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   enqueue_on_vars(op);
 }
 
 void ThreadedEngine::submit_delete(OpRecord* op, Var var) {
   prepare_delete(op, var);
-  ops_pushed_.fetch_add(1, std::memory_order_relaxed);
+  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_relaxed);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   enqueue_on_vars(op);
 }

@@ -75,6 +75,8 @@ struct OpRecord {
   // Engine-internal ops that only signal a waiting thread: they run in the thread that grants
   // them, never change poison, and are not counted as user ops.
   bool is_waiter = false;
+  // Push order within its engine (from 0); an error remembers the push order of its op.
+  std::uint64_t push_sequence = 0;
   // Ready order, for FIFO among equal priorities.
   std::uint64_t ready_sequence = 0;
   // Per-engine scratch (the naive engine keeps the pusher's completion signal here).
