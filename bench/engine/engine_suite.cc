@@ -1,0 +1,352 @@
+#include "engine_suite.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "available_cores.h"
+#include "busy_work.h"
+#include "idle_cpu.h"
+#include "metg.h"
+#include "tbb_flow_workloads.h"
+#include "watchdog.h"
+#include "workloads.h"
+
+namespace tandem::bench {
+
+namespace {
+
+// Ops per run of the ns/op workloads. Quick keeps StarPU (~5 us per task here) to ~0.1 s a run.
+constexpr std::size_t kQuickOps = 20'000;
+constexpr std::size_t kFullOps = 200'000;
+constexpr std::size_t kFanOutReads = 1000;
+constexpr std::size_t kIdleBurstOps = 10'000;
+constexpr std::chrono::milliseconds kIdleWindow{1000};
+// Backpressure bound for the push_cost engine: above any run's op count, so push never blocks
+// and the number is the cost of push itself.
+constexpr std::size_t kUnboundedInFlight = std::size_t{1} << 24;
+
+EngineConfig config_of(EngineKind kind) {
+  // From the environment, so TANDEM_SPIN_US and friends can be tried without rebuilding; every
+  // record states the values it ran with.
+  EngineConfig config = EngineConfig::from_env();
+  config.kind = kind;
+  return config;
+}
+
+// One system's entrant: its own `num_vars` vars (created now, untimed), and `run(system, vars)`
+// per repetition.
+template <PushSystem S, class Run>
+Entrant make_entrant(const std::string& name, S& system, std::size_t num_vars, Run run) {
+  auto vars = std::make_shared<typename S::VarSet>(system.make_vars(num_vars));
+  return Entrant{name, [&system, vars, run] { return run(system, vars->handles()); }};
+}
+
+void print_heading(const std::string& workload, const std::string& detail) {
+  std::cout << "\n== " << workload << "  (" << detail << ")\n" << std::flush;
+}
+
+}  // namespace
+
+EngineSuite::EngineSuite(SuiteOptions options)
+    : options_(std::move(options)),
+      cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+      repetitions_(options_.repetitions > 0 ? options_.repetitions : (options_.quick ? 3 : 5)),
+      ops_(options_.quick ? kQuickOps : kFullOps),
+      tandem_(config_of(EngineKind::threaded)),
+      tandem_naive_(config_of(EngineKind::naive)),
+      plain_queue_(cores_) {}
+
+EngineSuite::~EngineSuite() = default;
+
+bool EngineSuite::enabled(const std::string& system) const {
+  return options_.systems.empty() || options_.systems.contains(system);
+}
+
+StarpuSystem& EngineSuite::starpu() {
+  if (!starpu_) starpu_ = std::make_unique<StarpuSystem>(cores_);
+  return *starpu_;
+}
+
+void EngineSuite::run() {
+  for (const std::string& workload : all_workloads()) {
+    if (!options_.workloads.empty() && !options_.workloads.contains(workload)) continue;
+    if (workload == "idle_cpu") measure_idle_cpu();
+    if (workload == "independent") measure_writes_round_robin(workload, ops_);
+    if (workload == "chains_1000") measure_writes_round_robin(workload, 1000);
+    if (workload == "one_chain") measure_writes_round_robin(workload, 1);
+    if (workload == "fan_out") measure_fan_out();
+    if (workload == "push_cost") measure_push_cost();
+    if (workload == "metg_stencil_1d") measure_metg_stencil_1d();
+  }
+}
+
+template <class Run>
+std::vector<Entrant> EngineSuite::push_entrants(const std::vector<std::string>& systems,
+                                                std::size_t num_vars, Run run) {
+  std::vector<Entrant> entrants;
+  for (const std::string& name : systems) {
+    if (!enabled(name)) continue;
+    if (name == "tandem") entrants.push_back(make_entrant(name, tandem_, num_vars, run));
+    if (name == "tandem_naive")
+      entrants.push_back(make_entrant(name, tandem_naive_, num_vars, run));
+    if (name == "starpu") entrants.push_back(make_entrant(name, starpu(), num_vars, run));
+    if (name == "plain_queue") entrants.push_back(make_entrant(name, plain_queue_, num_vars, run));
+  }
+  return entrants;
+}
+
+void EngineSuite::record_ns_per_op(const std::string& workload, const std::vector<Timing>& timings,
+                                   std::size_t ops, const std::string& unit,
+                                   const std::map<std::string, nlohmann::json>& extra) {
+  double tandem_ns = 0.0;
+  for (const Timing& timing : timings) {
+    if (timing.system == "tandem") tandem_ns = timing.median_ns / static_cast<double>(ops);
+  }
+  for (const Timing& timing : timings) {
+    const double ns_per_op = timing.median_ns / static_cast<double>(ops);
+    std::vector<double> samples;
+    for (double sample : timing.samples_ns) samples.push_back(sample / static_cast<double>(ops));
+    nlohmann::json record = {{"workload", workload},
+                             {"system", timing.system},
+                             {"ns_per_op", ns_per_op},
+                             {"unit", unit},
+                             {"ops", ops},
+                             {"repetitions", timing.samples_ns.size()},
+                             {"samples_ns_per_op", samples},
+                             {"cores", cores_}};
+    if (timing.system == "starpu") record["scheduler"] = starpu().scheduler();
+    if (timing.system == "tandem") {
+      record["max_ops_in_flight"] = tandem_.engine().config().max_ops_in_flight;
+      record["spin_before_park_us"] = tandem_.engine().config().spin_before_park.count();
+    }
+    if (auto it = extra.find(timing.system); it != extra.end()) record.update(it->second);
+    records_.add(std::move(record));
+
+    std::cout << "  " << std::left << std::setw(14) << timing.system << std::right << std::fixed
+              << std::setprecision(1) << std::setw(10) << ns_per_op << " " << unit;
+    if (tandem_ns > 0.0 && timing.system != "tandem") {
+      std::cout << "   tandem/" << timing.system << " = " << std::setprecision(3)
+                << tandem_ns / ns_per_op;
+    }
+    std::cout << '\n' << std::flush;
+  }
+}
+
+void EngineSuite::measure_writes_round_robin(const std::string& workload, std::size_t num_vars) {
+  const std::size_t ops = ops_;
+  print_heading(workload, std::to_string(ops) + " empty ops, op i writes var i % " +
+                              std::to_string(num_vars));
+  std::vector<std::string> systems = {"tandem", "tandem_naive", "starpu"};
+  // The plain queue ignores dependencies, so it is a valid peer only where there are none.
+  if (num_vars >= ops) systems.push_back("plain_queue");
+  auto run = [ops](auto& system, auto vars) { return run_writes_round_robin(system, vars, ops); };
+  std::vector<Entrant> entrants = push_entrants(systems, num_vars, run);
+  if (enabled("tbb_flow")) {
+    entrants.push_back({"tbb_flow", [=] { return tbb_flow_writes_round_robin(ops, num_vars); }});
+  }
+  record_ns_per_op(workload, run_side_by_side(workload, entrants, repetitions_), ops);
+}
+
+void EngineSuite::measure_fan_out() {
+  const std::size_t reads = kFanOutReads;
+  const std::size_t rounds = std::max<std::size_t>(1, ops_ / (1 + reads));
+  const std::size_t ops = rounds * (1 + reads);
+  print_heading("fan_out", std::to_string(rounds) + " rounds of 1 write + " +
+                               std::to_string(reads) + " reads of one var");
+  auto run = [=](auto& system, auto vars) { return run_fan_out(system, vars, rounds, reads); };
+  std::vector<Entrant> entrants = push_entrants({"tandem", "tandem_naive", "starpu"}, 1, run);
+  if (enabled("tbb_flow")) {
+    entrants.push_back({"tbb_flow", [=] { return tbb_flow_fan_out(rounds, reads); }});
+  }
+  record_ns_per_op("fan_out", run_side_by_side("fan_out", entrants, repetitions_), ops);
+}
+
+void EngineSuite::measure_push_cost() {
+  const std::size_t ops = ops_;
+  print_heading("push_cost", "pushing thread's time per push of " + std::to_string(ops) +
+                                 " independent ops; tandem with max_ops_in_flight = " +
+                                 std::to_string(kUnboundedInFlight) + ", so push never blocks");
+  auto run = [ops](auto& system, auto vars) { return run_push_cost(system, vars, ops); };
+  // Its own engine: the default backpressure bound (16384) would block the pusher. Declared
+  // before the entrants, which hold vars of it and must be destroyed first.
+  std::unique_ptr<TandemSystem> unbounded;
+  std::vector<Entrant> entrants;
+  if (enabled("tandem")) {
+    EngineConfig config = config_of(EngineKind::threaded);
+    config.max_ops_in_flight = kUnboundedInFlight;
+    unbounded = std::make_unique<TandemSystem>(config);
+    entrants.push_back(make_entrant("tandem", *unbounded, ops, run));
+  }
+  for (Entrant& entrant : push_entrants({"tandem_naive", "starpu", "plain_queue"}, ops, run)) {
+    entrants.push_back(std::move(entrant));
+  }
+  if (enabled("tbb_flow"))
+    entrants.push_back({"tbb_flow", [ops] { return tbb_flow_push_cost(ops); }});
+  const std::vector<Timing> timings = run_side_by_side("push_cost", entrants, repetitions_);
+  std::map<std::string, nlohmann::json> extra;
+  if (unbounded) {
+    const std::uint64_t blocked = unbounded->engine().stats().pushes_blocked;
+    extra["tandem"] = {{"max_ops_in_flight", kUnboundedInFlight}, {"pushes_blocked", blocked}};
+    if (blocked != 0) std::cout << "  warning: tandem's pushes blocked; push_cost is overstated\n";
+  }
+  record_ns_per_op("push_cost", timings, ops, "ns/push", extra);
+}
+
+void EngineSuite::measure_metg_stencil_1d() {
+  const MetgPlan plan = make_metg_plan(options_.quick, cores_);
+  print_heading("metg_stencil_1d", "Task Bench stencil, " + std::to_string(plan.width) +
+                                       " columns, up to " + std::to_string(plan.max_steps) +
+                                       " steps; efficiency per task granularity");
+  // The naive engine runs every task on the pushing thread, so its efficiency is capped at
+  // 1/cores and its METG is not defined; the plain queue cannot express the dependencies.
+  std::map<std::string, std::vector<EfficiencyPoint>> curves;
+  for (double granularity_ns : plan.granularities_ns) {
+    for (const auto& [system, point] : measure_stencil_point(plan, granularity_ns)) {
+      curves[system].push_back(point);
+    }
+  }
+  for (const auto& [system, curve] : curves) record_metg(system, curve, plan.width);
+}
+
+std::map<std::string, EfficiencyPoint> EngineSuite::measure_stencil_point(const MetgPlan& plan,
+                                                                          double wanted_ns) {
+  const Work work = busy_work_for(wanted_ns);
+  const double granularity_ns =
+      static_cast<double>(work.spin_iterations) * nanoseconds_per_spin_iteration();
+  const std::size_t width = plan.width;
+  const std::size_t steps = plan.steps_for(granularity_ns, cores_);
+  const std::size_t tasks = steps * width;
+
+  auto run = [=](auto& system, auto vars) {
+    return run_stencil_1d(system, vars, width, steps, work);
+  };
+  std::vector<Entrant> entrants = push_entrants({"tandem", "starpu"}, 2 * width, run);
+  if (enabled("tbb_flow")) {
+    entrants.push_back({"tbb_flow", [=] { return tbb_flow_stencil_1d(width, steps, work); }});
+  }
+  // Last in every round, so timings.back() holds what the machine gave a scheduler-free run
+  // in each round. Each system's run is compared with the probe of its own round, so a burst
+  // of load from another process affects both sides of the ratio.
+  const int cores = cores_;
+  const double probe_ns = plan.peak_probe_ns;
+  entrants.push_back({"peak_probe", [=] { return run_peak_probe(cores, probe_ns); }});
+  const std::vector<Timing> timings = run_side_by_side("metg_stencil_1d", entrants, repetitions_);
+  std::vector<double> cores_per_round;
+  for (double probe_wall_ns : timings.back().samples_ns) {
+    cores_per_round.push_back(
+        std::min<double>(cores_, available_cores(cores_, probe_ns, probe_wall_ns)));
+  }
+  const double peak = median(cores_per_round);
+
+  std::cout << "  g = " << std::setw(9) << std::setprecision(0) << granularity_ns << " ns, "
+            << std::setw(4) << steps << " steps, " << std::setprecision(2) << peak
+            << " cores available:";
+  std::map<std::string, EfficiencyPoint> points;
+  for (const Timing& timing : timings) {
+    if (timing.system == "peak_probe") continue;
+    std::vector<double> per_round;
+    for (std::size_t round = 0; round < timing.samples_ns.size(); ++round) {
+      per_round.push_back(
+          efficiency(granularity_ns, tasks, timing.samples_ns[round], cores_per_round[round]));
+    }
+    EfficiencyPoint point{granularity_ns, tasks, timing.median_ns, peak, 0.0, 0.0};
+    point.efficiency = median(per_round);
+    point.nominal_efficiency = efficiency(granularity_ns, tasks, timing.median_ns, cores_);
+    points[timing.system] = point;
+    std::cout << "  " << timing.system << " " << std::setprecision(1) << 100.0 * point.efficiency
+              << "%";
+  }
+  std::cout << '\n' << std::flush;
+  return points;
+}
+
+void EngineSuite::record_metg(const std::string& system, const std::vector<EfficiencyPoint>& curve,
+                              std::size_t width) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const EfficiencyPoint& point : curve) {
+    points.push_back({{"granularity_ns", point.granularity_ns},
+                      {"tasks", point.tasks},
+                      {"wall_ns", point.wall_ns},
+                      {"available_cores", point.available_cores},
+                      {"efficiency", point.efficiency},
+                      {"nominal_efficiency", point.nominal_efficiency}});
+  }
+  auto to_json = [](const std::optional<Metg>& metg) {
+    return metg ? nlohmann::json(metg->granularity_ns) : nlohmann::json();
+  };
+  const std::optional<Metg> metg = min_effective_granularity(curve);
+  const std::optional<Metg> nominal =
+      min_effective_granularity(curve, 0.5, &EfficiencyPoint::nominal_efficiency);
+  records_.add({{"workload", "metg_stencil_1d"},
+                {"system", system},
+                {"metg_ns", to_json(metg)},
+                {"metg_at_most", metg && metg->at_most},
+                {"nominal_metg_ns", to_json(nominal)},
+                {"threshold", 0.5},
+                {"width", width},
+                {"repetitions", repetitions_},
+                {"cores", cores_},
+                {"efficiency", points}});
+  std::cout << "  METG(50%) " << std::left << std::setw(10) << system << std::right;
+  if (metg) {
+    std::cout << (metg->at_most ? "<= " : "") << std::setprecision(0) << metg->granularity_ns
+              << " ns\n";
+  } else {
+    std::cout << "not reached (efficiency < 50% at every granularity)\n";
+  }
+}
+
+void EngineSuite::measure_idle_cpu() {
+  print_heading("idle_cpu", "process CPU over " + std::to_string(kIdleWindow.count()) +
+                                " ms after a burst of " + std::to_string(kIdleBurstOps) +
+                                " ops, % of one core");
+  auto record = [&](const std::string& system, double percent, nlohmann::json extra = {}) {
+    nlohmann::json entry = {{"workload", "idle_cpu"},     {"system", system},
+                            {"cpu_percent", percent},     {"window_ms", kIdleWindow.count()},
+                            {"burst_ops", kIdleBurstOps}, {"cores", cores_}};
+    if (!extra.is_null()) entry.update(extra);
+    records_.add(std::move(entry));
+    std::cout << "  " << std::left << std::setw(14) << system << std::right << std::setw(8)
+              << std::setprecision(2) << percent << " % of a core";
+    if (!extra.is_null()) std::cout << "  " << extra.dump();
+    std::cout << '\n' << std::flush;
+  };
+  // A system's threads must be the only ones that can be awake: StarPU, which cannot be
+  // stopped and restarted cheaply, is started last.
+  auto burst = [&](const std::string& name, auto& system) {
+    auto vars = system.make_vars(kIdleBurstOps);
+    watchdog_mark("idle_cpu / " + name);
+    run_writes_round_robin(system, vars.handles(), kIdleBurstOps);
+    watchdog_clear();
+  };
+  if (enabled("tandem")) {
+    burst("tandem", tandem_);
+    record("tandem", process_cpu_percent_while_sleeping(kIdleWindow));
+  }
+  if (enabled("plain_queue")) {
+    burst("plain_queue", plain_queue_);
+    record("plain_queue", process_cpu_percent_while_sleeping(kIdleWindow));
+  }
+  if (enabled("tbb_flow")) {
+    watchdog_mark("idle_cpu / tbb_flow");
+    tbb_flow_writes_round_robin(kIdleBurstOps, kIdleBurstOps);
+    watchdog_clear();
+    record("tbb_flow", process_cpu_percent_while_sleeping(kIdleWindow));
+  }
+  if (enabled("starpu")) {
+    // First as an application that never calls starpu_pause leaves it; then paused, as every
+    // other workload keeps it between its own runs (starpu_system.h): that second figure is
+    // what the other systems' numbers rely on.
+    burst("starpu", starpu());
+    starpu().resume_idle_polling();
+    const double polling = process_cpu_percent_while_sleeping(kIdleWindow);
+    starpu().wait_all();  // pauses it again
+    const double paused = process_cpu_percent_while_sleeping(kIdleWindow);
+    record("starpu", polling, {{"cpu_percent_paused", paused}});
+  }
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,61 @@
+// METG, the minimum effective task granularity (Slaughter et al., "Task Bench", SC'20): the
+// smallest task duration at which a system still keeps the cores at least 50% busy with the
+// tasks' own work. Below it, scheduling overhead dominates.
+//
+//   efficiency(g) = (tasks * g) / (wall * cores)
+//
+// measured on a sweep of granularities g; METG(50%) is where the curve crosses 0.5. `cores` is
+// the machine's measured peak (available_cores.h) for `efficiency`, and the core count for
+// `nominal_efficiency`; the two agree on an otherwise idle machine.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace tandem::bench {
+
+struct MetgPlan {
+  std::size_t width = 0;                 // stencil columns: 2 x cores, Task Bench's convention
+  std::vector<double> granularities_ns;  // ascending
+  std::size_t max_steps = 0;
+  std::size_t min_steps = 0;
+  // At coarse granularities a run is cut to about this much wall time (ideal, at 100%
+  // efficiency) rather than max_steps, so the sweep's slow end stays affordable.
+  double target_wall_ns = 0.0;
+  // Calibrated work per thread of the peak probe run in every round (available_cores.h).
+  double peak_probe_ns = 0.0;
+
+  // Steps of the stencil for one run at granularity `g` on `cores` cores.
+  std::size_t steps_for(double granularity_ns, int cores) const;
+};
+
+// Quick: 100 ns to 1 ms in half decades. Full: the 1-2-5 series over the same range, more steps.
+MetgPlan make_metg_plan(bool quick, int cores);
+
+struct EfficiencyPoint {
+  double granularity_ns = 0.0;  // the busy loop's calibrated duration per task
+  std::size_t tasks = 0;
+  double wall_ns = 0.0;             // median over repetitions
+  double available_cores = 0.0;     // the peak probe's median in the same rounds
+  double efficiency = 0.0;          // against available_cores
+  double nominal_efficiency = 0.0;  // against the core count
+};
+
+double efficiency(double granularity_ns, std::size_t tasks, double wall_ns, double cores);
+
+struct Metg {
+  double granularity_ns = 0.0;
+  // The curve was already above the threshold at the finest granularity measured, so the true
+  // METG is at most `granularity_ns`.
+  bool at_most = false;
+};
+
+// The smallest granularity whose efficiency reaches `threshold`: the first sweep point at or
+// above it, interpolated linearly in log(granularity) with the point before. Empty when no
+// point reaches it. `measure` picks which efficiency to use.
+std::optional<Metg> min_effective_granularity(
+    const std::vector<EfficiencyPoint>& curve, double threshold = 0.5,
+    double EfficiencyPoint::*measure = &EfficiencyPoint::efficiency);
+
+}  // namespace tandem::bench

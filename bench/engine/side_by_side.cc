@@ -1,0 +1,34 @@
+#include "side_by_side.h"
+
+#include "watchdog.h"
+
+namespace tandem::bench {
+
+namespace {
+
+Nanoseconds run_watched(const std::string& workload, const Entrant& entrant) {
+  watchdog_mark(workload + " / " + entrant.system);
+  const Nanoseconds elapsed = entrant.run_once();
+  watchdog_clear();
+  return elapsed;
+}
+
+}  // namespace
+
+std::vector<Timing> run_side_by_side(const std::string& workload,
+                                     const std::vector<Entrant>& entrants, int repetitions) {
+  std::vector<Timing> timings;
+  for (const Entrant& entrant : entrants) {
+    run_watched(workload, entrant);  // warm-up
+    timings.push_back(Timing{entrant.system, 0.0, {}});
+  }
+  for (int round = 0; round < repetitions; ++round) {
+    for (std::size_t i = 0; i < entrants.size(); ++i) {
+      timings[i].samples_ns.push_back(run_watched(workload, entrants[i]).count());
+    }
+  }
+  for (Timing& timing : timings) timing.median_ns = median(timing.samples_ns);
+  return timings;
+}
+
+}  // namespace tandem::bench

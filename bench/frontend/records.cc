@@ -1,0 +1,27 @@
+#include "records.h"
+
+#include <cstdio>
+
+namespace tandem::bench {
+
+nlohmann::json target_record(const std::string& target, const std::string& limit_text, double value,
+                             double limit, bool at_most, bool measured) {
+  const bool met = measured && (at_most ? value <= limit : value >= limit);
+  return {
+      {"workload", "targets"}, {"system", "tandem"}, {"target", target}, {"limit_text", limit_text},
+      {"value", value},        {"limit", limit},     {"met", met},       {"measured", measured}};
+}
+
+void print_targets(const Records& records) {
+  std::printf("\n%-58s %-10s %10s  %s\n", "target", "limit", "measured", "status");
+  for (const auto& r : records) {
+    if (r.value("workload", "") != "targets") continue;
+    std::printf("%-58s %-10s %10.3f  %s\n", r["target"].get<std::string>().c_str(),
+                r["limit_text"].get<std::string>().c_str(), r["value"].get<double>(),
+                !r["measured"].get<bool>() ? "not measured"
+                : r["met"].get<bool>()     ? "met"
+                                           : "MISSED");
+  }
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Turns bench/results/*.json into the tables of docs/benchmarks.md.
+
+    bench/report.py                      # regenerate every suite's section of the doc
+    bench/report.py --record-run engine --command "bench/run.sh engine --quick" --seconds 95 \
+        [--note "what was special about this run"]
+
+Each results file SUITE.json is a list of records ({"workload", "system", "ns_per_op", ...}).
+Its companion SUITE.meta.json, written by --record-run right after the run, says how, where and
+when it ran. Only the text between `<!-- BEGIN SUITE -->` and `<!-- END SUITE -->` in the doc is
+replaced, so hand-written notes around the tables survive; a suite without markers yet gets a
+new section at the end.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+DOC = REPO / "docs" / "benchmarks.md"
+
+# Column order of the tables; systems a suite did not run are left out.
+SYSTEMS = ["tandem", "tandem_naive", "starpu", "tbb_flow", "plain_queue"]
+PEERS = ["starpu", "tbb_flow", "plain_queue"]
+ENGINE_WORKLOADS = ["independent", "chains_1000", "one_chain", "fan_out", "push_cost"]
+
+
+# --- provenance ------------------------------------------------------------------------------
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def git(*args):
+    try:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def record_run(suite, command, seconds, note=None):
+    meta = {
+        "suite": suite,
+        "command": command,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "git_commit": git("rev-parse", "--short", "HEAD") or "unknown",
+        # Other people's edits count too: the tree is what was built.
+        "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "nproc": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "seconds": seconds,
+    }
+    if note:
+        meta["note"] = note
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{suite}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def provenance(meta):
+    if not meta:
+        return ["*Provenance unknown: the results were not produced by bench/run.sh.*", ""]
+    commit = meta["git_commit"] + (" (with uncommitted changes)" if meta.get("uncommitted_changes")
+                                   else "")
+    lines = [
+        f"Reproduce with `{meta['command']}` (took {meta['seconds']} s, build included).",
+        "",
+        f"Machine: {meta['nproc']} cores, {meta['cpu_model']}. Date: {meta['date']}. "
+        f"Commit: {commit}.",
+        "",
+    ]
+    if meta.get("note"):
+        lines += [f"**Note on this run:** {meta['note']}", ""]
+    return lines
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+
+def fmt_ns(value):
+    if value is None:
+        return "—"
+    if value >= 10000:
+        return f"{value:,.0f}"
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}"
+
+
+def fmt_ratio(value):
+    if value is None:
+        return "—"
+    return f"{value:.3g}"
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def by_key(records):
+    return {(r.get("workload"), r.get("system")): r for r in records}
+
+
+def present_systems(records):
+    seen = {r.get("system") for r in records}
+    return [s for s in SYSTEMS if s in seen] + sorted(
+        s for s in seen if s not in SYSTEMS and s is not None)
+
+
+# --- the engine suite ------------------------------------------------------------------------
+
+
+def engine_ns_table(records):
+    index = by_key(records)
+    rows_records = [r for r in records if r.get("workload") in ENGINE_WORKLOADS]
+    systems = present_systems(rows_records)
+    peers = [p for p in PEERS if p in systems]
+    header = ["workload", "unit"] + systems + [f"tandem / {p}" for p in peers]
+    rows = []
+    for workload in ENGINE_WORKLOADS:
+        cells = {s: index.get((workload, s), {}).get("ns_per_op") for s in systems}
+        if all(v is None for v in cells.values()):
+            continue
+        unit = next((index[(workload, s)].get("unit", "ns/op") for s in systems
+                     if (workload, s) in index), "ns/op")
+        ratios = [cells["tandem"] / cells[p] if cells.get("tandem") and cells.get(p) else None
+                  for p in peers]
+        rows.append([workload, unit] + [fmt_ns(cells[s]) for s in systems] +
+                    [fmt_ratio(r) for r in ratios])
+    sample = next(iter(rows_records), {})
+    lines = table(header, rows)
+    lines.append(f"Median of {sample.get('repetitions', '?')} repetitions of "
+                 f"{sample.get('ops', '?')} ops per system (fan_out: whole rounds of 1 write + "
+                 "1000 reads); wall time from the first push to the last op's end, divided by "
+                 "the op count. A ratio below 1 means tandem is faster. — : not run (see notes).")
+    return lines + [""]
+
+
+def metg_tables(records):
+    metg = [r for r in records if r.get("workload") == "metg_stencil_1d"]
+    if not metg:
+        return []
+    metg.sort(key=lambda r: SYSTEMS.index(r["system"]) if r["system"] in SYSTEMS else 99)
+
+    def fmt_metg(value, at_most=False):
+        if value is None:
+            return "not reached"
+        return ("≤ " if at_most else "") + f"{value:,.0f} ns"
+
+    lines = ["**METG(50%)**, Task Bench's stencil_1d "
+             f"({metg[0].get('width', '?')} columns, 3 dependencies per task):", ""]
+    lines += table(["system", "METG(50%) vs cores available", "METG(50%) vs all cores"],
+                   [[r["system"], fmt_metg(r.get("metg_ns"), r.get("metg_at_most")),
+                     fmt_metg(r.get("nominal_metg_ns"))] for r in metg])
+
+    granularities = [p["granularity_ns"] for p in metg[0].get("efficiency", [])]
+    header = ["task granularity", "cores available"] + [r["system"] for r in metg]
+    rows = []
+    for i, g in enumerate(granularities):
+        point = metg[0]["efficiency"][i]
+        row = [f"{g:,.0f} ns", f"{point.get('available_cores', 0):.2f}"]
+        for r in metg:
+            points = r.get("efficiency", [])
+            row.append(f"{100 * points[i]['efficiency']:.1f}%" if i < len(points) else "—")
+        rows.append(row)
+    lines += ["Efficiency per task granularity (task work / (wall × cores available in the same "
+              "round), median of the rounds):", ""]
+    lines += table(header, rows)
+    available = sorted(p.get("available_cores", 0) for p in metg[0].get("efficiency", []))
+    cores = metg[0].get("cores", 0)
+    if available and cores and available[len(available) // 2] < 0.75 * cores:
+        lines += [f"**Warning:** the machine was busy during this sweep (median "
+                  f"{available[len(available) // 2]:.2f} of {cores} cores available). With the "
+                  "threads sharing fewer cores, cross-core traffic disappears and METG comes out "
+                  "optimistic; rerun on a quieter machine before trusting it.", ""]
+    return lines
+
+
+def idle_table(records):
+    idle = [r for r in records if r.get("workload") == "idle_cpu"]
+    if not idle:
+        return []
+    idle.sort(key=lambda r: SYSTEMS.index(r["system"]) if r["system"] in SYSTEMS else 99)
+    window = idle[0].get("window_ms", "?")
+    lines = [f"**Idle CPU**: process CPU time over {window} ms after a burst of "
+             f"{idle[0].get('burst_ops', '?')} ops, in % of one core:", ""]
+    rows = []
+    for r in idle:
+        cell = f"{r['cpu_percent']:.2f}%"
+        if "cpu_percent_paused" in r:
+            cell += f" (after starpu_pause: {r['cpu_percent_paused']:.2f}%)"
+        rows.append([r["system"], cell])
+    return lines + table(["system", "CPU while idle"], rows)
+
+
+def targets_table(records):
+    targets = [r for r in records if r.get("workload") == "targets"]
+    if not targets:
+        return []
+    rows = []
+    for t in targets:
+        if not t.get("measured"):
+            status, value = "not measured", "—"
+        else:
+            absolute = t["limit_text"].endswith("ns")  # a time, not a ratio
+            value = fmt_ns(t["value"]) + " ns" if absolute else fmt_ratio(t["value"])
+            status = "met" if t["met"] else f"**missed** by {t['value'] / t['limit']:.2f}×"
+        rows.append([t["target"], t["limit_text"], value, status])
+    return ["**Targets** (ratios between systems measured side by side in this run):", ""] + \
+        table(["target", "limit", "measured", "status"], rows)
+
+
+def render_engine(records, meta):
+    lines = provenance(meta)
+    lines += targets_table(records)
+    lines += ["**ns per op** (push_cost: ns per push call on the pushing thread):", ""]
+    lines += engine_ns_table(records)
+    lines += metg_tables(records)
+    lines += idle_table(records)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --- any other suite -------------------------------------------------------------------------
+
+
+def render_generic(records, meta):
+    """A workload x system table of ns_per_op when the records have one, else every field."""
+    lines = provenance(meta)
+    if not isinstance(records, list) or not records:
+        return "\n".join(lines + ["*No records.*"]) + "\n"
+    if all("workload" in r and "system" in r and "ns_per_op" in r for r in records):
+        index = by_key(records)
+        systems = present_systems(records)
+        workloads = list(dict.fromkeys(r["workload"] for r in records))
+        rows = [[w] + [fmt_ns(index.get((w, s), {}).get("ns_per_op")) for s in systems]
+                for w in workloads]
+        return "\n".join(lines + table(["workload (ns/op)"] + systems, rows)).rstrip() + "\n"
+    keys = list(dict.fromkeys(k for r in records for k, v in r.items()
+                              if not isinstance(v, (list, dict))))
+    rows = [[fmt_cell(r.get(k)) for k in keys] for r in records]
+    return "\n".join(lines + table(keys, rows)).rstrip() + "\n"
+
+
+def fmt_cell(value):
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+# --- the doc ---------------------------------------------------------------------------------
+
+
+def replace_section(doc, suite, body):
+    begin, end = f"<!-- BEGIN {suite} -->", f"<!-- END {suite} -->"
+    block = f"{begin}\n{body}{end}"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    if pattern.search(doc):
+        return pattern.sub(lambda _: block, doc, count=1)
+    return doc.rstrip() + f"\n\n## {suite}\n\n{block}\n"
+
+
+def load_suites():
+    suites = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        if path.name.endswith(".meta.json"):
+            continue
+        suite = path.stem
+        try:
+            records = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            sys.exit(f"report.py: {path} is not valid JSON ({error}); rerun the suite")
+        meta_path = RESULTS / f"{suite}.meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+        suites[suite] = (records, meta)
+    return suites
+
+
+def regenerate():
+    doc = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    for suite, (records, meta) in load_suites().items():
+        render = render_engine if suite == "engine" else render_generic
+        doc = replace_section(doc, suite, render(records, meta))
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    DOC.write_text(doc)
+    print(f"report.py: wrote {DOC.relative_to(REPO)}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--record-run", metavar="SUITE",
+                        help="write bench/results/SUITE.meta.json for a run that just finished")
+    parser.add_argument("--command", help="the command that ran the suite (with --record-run)")
+    parser.add_argument("--seconds", type=int, default=0,
+                        help="how long it took (with --record-run)")
+    parser.add_argument("--note", help="anything special about the run (with --record-run)")
+    args = parser.parse_args()
+    if args.record_run:
+        record_run(args.record_run, args.command or f"bench/run.sh {args.record_run}", args.seconds,
+                   args.note)
+    else:
+        regenerate()
+
+
+if __name__ == "__main__":
+    main()

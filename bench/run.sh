@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Builds and runs one benchmark suite, then regenerates docs/benchmarks.md.
+#
+#   bench/run.sh engine --quick     # < 3 min on 2 cores, build included
+#   bench/run.sh engine             # the full run (~2 min on 2 quiet cores)
+#   bench/run.sh all                # engine, frontend and overlap
+#   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
+#
+# Each suite writes bench/results/SUITE.json (its records) and bench/results/SUITE.meta.json
+# (how, where and when it ran); bench/report.py turns every results file into a table between
+# the suite's markers in docs/benchmarks.md. Builds go to build-bench/ (Release, no tests, no
+# CUDA), which is reused between runs.
+set -euo pipefail
+
+usage() {
+  echo "usage: bench/run.sh engine|frontend|overlap|all [--quick]" >&2
+  exit 2
+}
+
+[[ $# -ge 1 ]] || usage
+suite=$1
+shift
+quick=()
+for arg in "$@"; do
+  case $arg in
+    --quick) quick=(--quick) ;;
+    *) usage ;;
+  esac
+done
+case $suite in engine | frontend | overlap | all) ;; *) usage ;; esac
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$repo/build-bench
+results=$repo/bench/results
+jobs=$(nproc)
+
+# The packages the project and its benchmark peers build against (see ../shared/TOOLCHAIN.md).
+# Installed only when missing, so a second run touches nothing.
+ensure_packages() {
+  local wanted=(cmake ninja-build g++ pkg-config python3 libtbb-dev libspdlog-dev libfmt-dev
+    libopenblas-dev librandom123-dev libstarpu-dev nlohmann-json3-dev)
+  local missing=()
+  for package in "${wanted[@]}"; do
+    dpkg -s "$package" > /dev/null 2>&1 || missing+=("$package")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return
+  echo "run.sh: installing missing packages: ${missing[*]}"
+  local sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
+}
+
+configure() {
+  [[ -f $build/CMakeCache.txt ]] && return
+  mkdir -p "$build"
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DTANDEM_BUILD_BENCH=ON -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_EXAMPLES=OFF \
+    -DTANDEM_CUDA=OFF > "$build/configure.log" 2>&1 || {
+    cat "$build/configure.log" >&2
+    echo "run.sh: configuring $build failed (log above)" >&2
+    return 1
+  }
+}
+
+# Builds bench_SUITE and prints its path; fails with a message when the suite does not exist yet.
+build_suite() {
+  local name=$1 target=bench_$1
+  if [[ $name != engine && ! -f $repo/bench/$name/CMakeLists.txt ]]; then
+    echo "run.sh: $target is not built yet: bench/$name/ has no CMakeLists.txt (the $name suite" \
+      "has not been written)" >&2
+    return 1
+  fi
+  # Re-run CMake so that a suite folder added since the last configure is picked up.
+  cmake "$build" > /dev/null
+  cmake --build "$build" --target "$target" -j "$jobs" >&2 || {
+    echo "run.sh: building $target failed" >&2
+    return 1
+  }
+  local binary
+  binary=$(find "$build/bench" -name "$target" -type f -perm -u+x -print -quit)
+  if [[ -z $binary ]]; then
+    echo "run.sh: $target is not built yet (no binary under $build/bench)" >&2
+    return 1
+  fi
+  echo "$binary"
+}
+
+run_suite() {
+  local name=$1 binary started
+  started=$(date +%s)
+  binary=$(build_suite "$name") || return 1
+  mkdir -p "$results"
+  echo "run.sh: $binary ${quick[*]} --out bench/results/$name.json"
+  "$binary" "${quick[@]}" --out "$results/$name.json" || {
+    echo "run.sh: $binary failed (exit $?); bench/results/$name.json was not updated" >&2
+    return 1
+  }
+  python3 "$repo/bench/report.py" --record-run "$name" \
+    --command "bench/run.sh $name${quick:+ --quick}" --seconds $(($(date +%s) - started)) \
+    ${BENCH_NOTE:+--note "$BENCH_NOTE"}
+}
+
+cd "$repo"
+ensure_packages
+configure
+
+status=0
+if [[ $suite == all ]]; then
+  for name in engine frontend overlap; do run_suite "$name" || status=1; done
+else
+  run_suite "$suite" || status=1
+fi
+python3 "$repo/bench/report.py"
+exit $status
