@@ -179,7 +179,10 @@ void EngineCore::execute(OpRecord* op, int worker) noexcept {
 }
 
 void EngineCore::complete(OpRecord* op) noexcept {
-  finish_with(op, op->body_error ? op->body_error : op->completion_error);
+  std::exception_ptr error = op->body_error ? op->body_error : op->completion_error;
+  op->body_error = nullptr;
+  op->completion_error = nullptr;
+  finish_with(op, std::move(error));
 }
 
 void EngineCore::finish_with(OpRecord* op, std::exception_ptr error) noexcept {
@@ -207,8 +210,6 @@ void EngineCore::finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noe
       log().warn("profiler: could not record op '{}' (out of memory?)", op->props.name);
     }
   }
-  op->body_error = nullptr;
-  op->completion_error = nullptr;
   // Waiters only observe; user ops set (or, on success, clear) the poison of what they wrote.
   if (!op->is_waiter) {
     for (std::uint32_t i = 0; i < op->num_slots; ++i) {

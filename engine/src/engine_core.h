@@ -64,13 +64,15 @@ class EngineCore : public CompletionSink {
   // The profiler's name for worker lane `worker` (as passed to execute).
   virtual std::string lane_name(int worker) const;
 
-  std::atomic<std::uint64_t> ops_pushed_{0};
+  // Written by pushing threads only; on its own cache line so that workers, which read the
+  // engine's vtable and config on every op, never miss on it.
+  alignas(64) std::atomic<std::uint64_t> ops_pushed_{0};
 
  private:
   void finish_with(OpRecord* op, std::exception_ptr error) noexcept;
   void finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept;
 
-  EngineConfig config_;
+  alignas(64) EngineConfig config_;
   ErrorRegistry errors_;
   std::atomic<std::uint64_t> ops_failed_{0};
   std::atomic<std::uint64_t> ops_skipped_{0};

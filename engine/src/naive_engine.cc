@@ -47,6 +47,7 @@ void NaiveEngine::run_one(OpRecord* op) {
 void NaiveEngine::release(OpRecord* op) noexcept {
   if (VarState* var = op->var_to_delete) release_var_state(var);
   auto* finished = static_cast<WakeSignal*>(op->engine_token);
+  op->engine_token = nullptr;
   release_op_record(op);
   finished->set();
 }

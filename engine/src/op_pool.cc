@@ -22,10 +22,11 @@ void release_op_record(OpRecord* op) noexcept {
   op->var_to_delete = nullptr;
   op->completion_taken = false;
   op->is_waiter = false;
-  op->engine_token = nullptr;
-  op->profile_id = 0;
-  op->worker = -1;
-  op->num_depends_on.store(0, std::memory_order_relaxed);
+  // Fields beyond the first two lines are reset only by the ops that used them.
+  if (op->profile_id != 0) {
+    op->profile_id = 0;
+    op->num_depends_on.store(0, std::memory_order_relaxed);
+  }
   OpPool::instance().release(op);
 }
 

@@ -1,5 +1,8 @@
 #include "threaded_engine.h"
 
+#include <algorithm>
+#include <bit>
+
 #include "logging.h"
 #include "profiler_recorder.h"
 #include "wake_signal.h"
@@ -10,25 +13,28 @@ ThreadedEngine::ThreadedEngine(EngineConfig config)
     : EngineCore(std::move(config)),
       max_in_flight_(this->config().max_ops_in_flight),
       resume_at_(max_in_flight_ - std::max<std::uint64_t>(1, max_in_flight_ / 8)),
+      room_check_mask_(std::bit_floor(std::clamp<std::uint64_t>(max_in_flight_ / 8, 1, 32)) - 1),
       cpu_(std::make_unique<CpuExecutor>(this->config(), *this)) {}
 
 void ThreadedEngine::submit(OpRecord* op, Device device, VarList reads, VarList writes,
                             const OpProps& props) {
   prepare(op, device, reads, writes, props);
-  // Never block inside an op: the ops that would make room might be waiting for this one.
-  if (max_in_flight_ != 0 && in_flight_.load(std::memory_order_relaxed) >= max_in_flight_ &&
+  // Backpressure. Reading `completed_` (a line the workers write) costs a cache miss, so a large
+  // bound is checked every few pushes only (it may be overshot by up to 31 ops per pushing
+  // thread). Never block inside an op: the ops that would make room might wait for this one.
+  const std::uint64_t pushed = ops_pushed_.load(std::memory_order_relaxed);
+  if (max_in_flight_ != 0 && (pushed & room_check_mask_) == 0 &&
+      pushed - completed_.load(std::memory_order_relaxed) >= max_in_flight_ &&
       current_op() == nullptr) {
     wait_for_room();
   }
-  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_relaxed);
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_seq_cst);
   enqueue_on_vars(op);
 }
 
 void ThreadedEngine::submit_delete(OpRecord* op, Var var) {
   prepare_delete(op, var);
-  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_relaxed);
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_seq_cst);
   enqueue_on_vars(op);
 }
 
@@ -85,8 +91,9 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
   const bool counted = !op->is_waiter;
   release_op_record(op);
   if (!counted) return;
-  const std::uint64_t left = in_flight_.fetch_sub(1, std::memory_order_seq_cst) - 1;
-  if ((left == 0 || left == resume_at_) && blocked_threads_.load(std::memory_order_seq_cst) > 0) {
+  const std::uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  if (blocked_threads_.load(std::memory_order_seq_cst) > 0 &&
+      ops_pushed_.load(std::memory_order_seq_cst) - done <= resume_at_) {
     // Taking the mutex orders this notify after a waiter that checked the count under it has
     // gone to sleep, so the wake-up cannot be lost.
     std::lock_guard lock(blocked_mutex_);
@@ -100,8 +107,7 @@ bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
   bool reached;
   {
     std::unique_lock lock(blocked_mutex_);
-    reached = blocked_cv_.wait_for(
-        lock, timeout, [&] { return in_flight_.load(std::memory_order_seq_cst) <= target; });
+    reached = blocked_cv_.wait_for(lock, timeout, [&] { return in_flight() <= target; });
   }
   blocked_threads_.fetch_sub(1, std::memory_order_seq_cst);
   return reached;
@@ -163,7 +169,7 @@ void ThreadedEngine::wait_all() {
 bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
   if (!wait_in_flight_at_most(0, timeout)) {
     log().error("engine shutdown: {} ops still unfinished after {} ms; abandoning them",
-                in_flight_.load(), timeout.count());
+                in_flight(), timeout.count());
     return false;
   }
   cpu_.reset();
@@ -179,8 +185,8 @@ std::string ThreadedEngine::lane_name(int worker) const {
 
 EngineStats ThreadedEngine::stats() const {
   EngineStats stats = base_stats();
-  stats.ops_in_flight = in_flight_.load(std::memory_order_relaxed);
-  stats.ops_completed = stats.ops_pushed - std::min(stats.ops_pushed, stats.ops_in_flight);
+  stats.ops_completed = completed_.load(std::memory_order_seq_cst);
+  stats.ops_in_flight = stats.ops_pushed - std::min(stats.ops_pushed, stats.ops_completed);
   stats.pushes_blocked = pushes_blocked_.load(std::memory_order_relaxed);
   return stats;
 }

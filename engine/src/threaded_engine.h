@@ -4,8 +4,14 @@
 // of vars in opposite ways), queues one slot per var, and releases them. Each granted var drops
 // `pending_vars` by one; the thread that drops it to zero hands the op to its device's executor.
 // When an op finishes, each of its vars grants the next write, or every read up to the next
-// write, and those ops lose one pending var. No lock is global: the only shared counter on the
-// hot path is `in_flight_`, which backpressure and wait_all need.
+// write, and those ops lose one pending var. No lock is global. Ops in flight are counted as
+// pushed (`ops_pushed_`, written by pushing threads) minus completed (`completed_`, written by
+// workers), each on its own cache line so that neither side's counter bounces on every op.
+//
+// A completion notifies blocked threads (wait_all, backpressure) only when one is blocked and
+// the count is at or under the resume threshold. Lost wake-ups are ruled out by seq_cst on both
+// sides: a waiter counts itself in `blocked_threads_` and then reads the counters; a completer
+// bumps `completed_` and then reads `blocked_threads_`.
 #pragma once
 
 #include <atomic>
@@ -43,11 +49,16 @@ class ThreadedEngine final : public EngineCore {
   bool wait_in_flight_at_most(std::uint64_t target, std::chrono::milliseconds timeout);
 
   const std::uint64_t max_in_flight_;
-  const std::uint64_t resume_at_;  // a blocked push resumes at or below this many ops
-  std::atomic<std::uint64_t> in_flight_{0};
-  std::atomic<std::uint64_t> pushes_blocked_{0};
+  const std::uint64_t resume_at_;        // a blocked push resumes at or below this many ops
+  const std::uint64_t room_check_mask_;  // push checks the bound when (pushed & mask) == 0
+  std::uint64_t in_flight() const {
+    const std::uint64_t done = completed_.load(std::memory_order_seq_cst);
+    return ops_pushed_.load(std::memory_order_seq_cst) - done;
+  }
+  alignas(64) std::atomic<std::uint64_t> completed_{0};
   // Threads blocked in wait_all, backpressure or shutdown; completions notify only if any.
-  std::atomic<int> blocked_threads_{0};
+  alignas(64) std::atomic<int> blocked_threads_{0};
+  std::atomic<std::uint64_t> pushes_blocked_{0};
   std::mutex blocked_mutex_;
   std::condition_variable blocked_cv_;
   std::unique_ptr<CpuExecutor> cpu_;

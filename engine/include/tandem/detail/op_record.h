@@ -44,53 +44,63 @@ struct VarSlot {
   bool reads_value = false;
 };
 
-struct OpRecord {
+// Layout: an op's record moves between cores (written by the pusher, read and written by a
+// worker, reused by the pusher), and every cache line it touches costs a coherence miss each
+// way. So what every op touches is packed into the first two lines, the callable and the first
+// var slot follow, and fields only some ops use (async completion, errors, priority queue,
+// profiling) come last and are written only when used.
+struct alignas(64) OpRecord {
   static constexpr std::size_t kInlineCallableBytes = 96;
   static constexpr std::size_t kInlineSlots = 6;
 
-  // --- the op's function -------------------------------------------------------------------
-  alignas(std::max_align_t) unsigned char callable_storage[kInlineCallableBytes];
-  void* callable = nullptr;
+  // --- line 1: what push writes and the worker reads ----------------------------------------
   void (*invoke)(void* callable, RunContext& ctx) = nullptr;
   void (*destroy)(void* callable, bool on_heap) noexcept = nullptr;
-
-  // --- scheduling state --------------------------------------------------------------------
-  // Vars not yet granted to this op, plus one held by push until it has queued on every var.
-  // The op is ready when this reaches zero.
-  std::atomic<std::uint32_t> pending_vars{0};
-  std::uint32_t num_slots = 0;
+  void* callable = nullptr;
   VarSlot* slots = inline_slots;
-  VarSlot inline_slots[kInlineSlots];
-  Device device{};
   OpProps props{};
-  CompletionSink* sink = nullptr;
-  // Set when the var this op writes is to be freed once the op completes (delete_var).
-  VarState* var_to_delete = nullptr;
-  // Async ops: the body's return and the Completion each drop one reference; the last one
-  // finishes the op. Each side writes only its own error field before dropping its reference.
-  std::atomic<int> completion_refs{0};
-  bool completion_taken = false;
-  std::exception_ptr body_error;
-  std::exception_ptr completion_error;
+  Device device{};
+  std::uint32_t num_slots = 0;
   // Engine-internal ops that only signal a waiting thread: they run in the thread that grants
   // them, never change poison, and are not counted as user ops.
   bool is_waiter = false;
+  // Completion has been handed to the op (async ops) and must not be taken twice.
+  bool completion_taken = false;
+
+  // --- line 2: scheduling state --------------------------------------------------------------
+  // Vars not yet granted to this op, plus one held by push until it has queued on every var.
+  // The op is ready when this reaches zero.
+  std::atomic<std::uint32_t> pending_vars{0};
+  int worker = -1;  // lane that ran it
+  CompletionSink* sink = nullptr;
   // Push order within its engine (from 0); an error remembers the push order of its op.
   std::uint64_t push_sequence = 0;
-  // Ready order, for FIFO among equal priorities.
+  // Profiler: 0 = not profiled.
+  std::uint64_t profile_id = 0;
+  // Set when the var this op writes is to be freed once the op completes (delete_var).
+  VarState* var_to_delete = nullptr;
+  // Ready-queue link (ReadyFifo) and free-list link (pool).
+  std::atomic<OpRecord*> next_ready{nullptr};
+  OpRecord* next = nullptr;
+
+  // --- the callable and the var slots --------------------------------------------------------
+  alignas(std::max_align_t) unsigned char callable_storage[kInlineCallableBytes];
+  VarSlot inline_slots[kInlineSlots];
+
+  // --- used by some ops only -----------------------------------------------------------------
+  // Async ops: the body's return and the Completion each drop one reference; the last one
+  // finishes the op. Each side writes only its own error field before dropping its reference.
+  std::atomic<int> completion_refs{0};
+  std::exception_ptr body_error;
+  std::exception_ptr completion_error;
+  // Ready order, for FIFO among equal priorities (priority queues only).
   std::uint64_t ready_sequence = 0;
   // Per-engine scratch (the naive engine keeps the pusher's completion signal here).
   void* engine_token = nullptr;
-
-  // --- profiling (only when the profiler is on; profile_id 0 = not profiled) ---------------
-  std::uint64_t profile_id = 0;
+  // Profiling times and dependency edges.
   std::int64_t push_ns = 0, ready_ns = 0, start_ns = 0;
-  int worker = -1;
   std::atomic<std::uint8_t> num_depends_on{0};
   std::uint64_t depends_on[4] = {};
-  // Free-list link (pool) and ready-queue link (ReadyFifo).
-  OpRecord* next = nullptr;
-  std::atomic<OpRecord*> next_ready{nullptr};
 
   template <class Fn>
   void set_callable(Fn&& fn);
