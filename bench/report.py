@@ -26,7 +26,7 @@ RESULTS = REPO / "bench" / "results"
 DOC = REPO / "docs" / "benchmarks.md"
 
 # Column order of the tables; systems a suite did not run are left out.
-SYSTEMS = ["tandem", "tandem_naive", "starpu", "tbb_flow", "plain_queue"]
+SYSTEMS = ["tandem", "tandem_profiled", "tandem_naive", "starpu", "tbb_flow", "plain_queue"]
 PEERS = ["starpu", "tbb_flow", "plain_queue"]
 ENGINE_WORKLOADS = ["independent", "chains_1000", "one_chain", "fan_out", "push_cost"]
 

@@ -10,6 +10,7 @@
 #include "busy_work.h"
 #include "idle_cpu.h"
 #include "metg.h"
+#include "tandem/profiler.h"
 #include "tbb_flow_workloads.h"
 #include "watchdog.h"
 #include "workloads.h"
@@ -90,6 +91,17 @@ std::vector<Entrant> EngineSuite::push_entrants(const std::vector<std::string>& 
   for (const std::string& name : systems) {
     if (!enabled(name)) continue;
     if (name == "tandem") entrants.push_back(make_entrant(name, tandem_, num_vars, run));
+    if (name == "tandem_profiled") {
+      // The same engine with the profiler recording every op: the profiler's cost per op.
+      auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(num_vars));
+      entrants.push_back(Entrant{name, [this, vars, run] {
+                                   tandem::profiler::start();
+                                   const Nanoseconds time = run(tandem_, vars->handles());
+                                   tandem::profiler::stop();
+                                   tandem::profiler::clear();
+                                   return time;
+                                 }});
+    }
     if (name == "tandem_naive")
       entrants.push_back(make_entrant(name, tandem_naive_, num_vars, run));
     if (name == "starpu") entrants.push_back(make_entrant(name, starpu(), num_vars, run));
@@ -139,7 +151,7 @@ void EngineSuite::measure_writes_round_robin(const std::string& workload, std::s
   const std::size_t ops = ops_;
   print_heading(workload, std::to_string(ops) + " empty ops, op i writes var i % " +
                               std::to_string(num_vars));
-  std::vector<std::string> systems = {"tandem", "tandem_naive", "starpu"};
+  std::vector<std::string> systems = {"tandem", "tandem_profiled", "tandem_naive", "starpu"};
   // The plain queue ignores dependencies, so it is a valid peer only where there are none.
   if (num_vars >= ops) systems.push_back("plain_queue");
   auto run = [ops](auto& system, auto vars) { return run_writes_round_robin(system, vars, ops); };
@@ -157,7 +169,8 @@ void EngineSuite::measure_fan_out() {
   print_heading("fan_out", std::to_string(rounds) + " rounds of 1 write + " +
                                std::to_string(reads) + " reads of one var");
   auto run = [=](auto& system, auto vars) { return run_fan_out(system, vars, rounds, reads); };
-  std::vector<Entrant> entrants = push_entrants({"tandem", "tandem_naive", "starpu"}, 1, run);
+  std::vector<Entrant> entrants =
+      push_entrants({"tandem", "tandem_profiled", "tandem_naive", "starpu"}, 1, run);
   if (enabled("tbb_flow")) {
     entrants.push_back({"tbb_flow", [=] { return tbb_flow_fan_out(rounds, reads); }});
   }

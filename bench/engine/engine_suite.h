@@ -1,6 +1,7 @@
 // EngineSuite: every engine workload on every system, side by side in one process.
 //
-// Systems: tandem (threaded engine, default config), tandem_naive (runs ops inline in push),
+// Systems: tandem (threaded engine, default config), tandem_profiled (the same engine with the
+// profiler on), tandem_naive (runs ops inline in push),
 // starpu (StarPU 1.3), tbb_flow (oneTBB flow graph), plain_queue (mutex + condvar queue, no
 // dependencies: the floor, run only where ops are independent). Every threaded system gets one
 // worker per core.
@@ -38,8 +39,8 @@ inline const std::vector<std::string>& all_workloads() {
   return names;
 }
 inline const std::vector<std::string>& all_systems() {
-  static const std::vector<std::string> names = {"tandem", "tandem_naive", "starpu", "tbb_flow",
-                                                 "plain_queue"};
+  static const std::vector<std::string> names = {"tandem", "tandem_profiled", "tandem_naive",
+                                                 "starpu", "tbb_flow",        "plain_queue"};
   return names;
 }
 
