@@ -1,0 +1,249 @@
+// Configuration and entry points: EngineConfig::from_env, the process-wide engine, and the
+// errors push reports for bad arguments.
+#include <stdlib.h>  // setenv, unsetenv (POSIX)
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "test_support.h"
+
+namespace {
+
+using tandem::cpu;
+using tandem::EngineConfig;
+using tandem::EngineKind;
+using tandem::Var;
+using namespace tandem_test;
+
+// The environment from_env sees in these tests (from_env takes a plain function pointer).
+std::map<std::string, std::string> fake_environment;
+
+const char* fake_getenv(const char* name) {
+  auto found = fake_environment.find(name);
+  return found == fake_environment.end() ? nullptr : found->second.c_str();
+}
+
+EngineConfig config_from(std::map<std::string, std::string> environment) {
+  fake_environment = std::move(environment);
+  return EngineConfig::from_env(&fake_getenv);
+}
+
+// Sets an environment variable for the life of the object, then restores the old value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST_CASE("from_env with no TANDEM_ variables gives the defaults") {
+  const EngineConfig config = config_from({});
+  const EngineConfig defaults;
+  CHECK(config.kind == defaults.kind);
+  CHECK(config.cpu_workers == defaults.cpu_workers);
+  CHECK(config.priority_workers == defaults.priority_workers);
+  CHECK(config.max_ops_in_flight == defaults.max_ops_in_flight);
+  CHECK(config.spin_before_park == defaults.spin_before_park);
+  CHECK(config.shutdown_timeout == defaults.shutdown_timeout);
+  CHECK(config.log_level == defaults.log_level);
+  CHECK(defaults.kind == EngineKind::threaded);
+  CHECK(defaults.max_ops_in_flight > 0);  // backpressure is on by default
+}
+
+TEST_CASE("from_env reads every TANDEM_ variable") {
+  const EngineConfig config = config_from({{"TANDEM_ENGINE", "naive"},
+                                           {"TANDEM_CPU_WORKERS", "3"},
+                                           {"TANDEM_PRIORITY_WORKERS", "0"},
+                                           {"TANDEM_MAX_OPS_IN_FLIGHT", "128"},
+                                           {"TANDEM_SPIN_US", "7"},
+                                           {"TANDEM_SHUTDOWN_TIMEOUT_MS", "1500"},
+                                           {"TANDEM_LOG_LEVEL", "debug"}});
+  CHECK(config.kind == EngineKind::naive);
+  CHECK(config.cpu_workers == 3);
+  CHECK(config.priority_workers == 0);
+  CHECK(config.max_ops_in_flight == 128);
+  CHECK(config.spin_before_park == std::chrono::microseconds(7));
+  CHECK(config.shutdown_timeout == std::chrono::milliseconds(1500));
+  CHECK(config.log_level == "debug");
+  CHECK(config_from({{"TANDEM_ENGINE", "threaded"}}).kind == EngineKind::threaded);
+  CHECK(config_from({{"TANDEM_MAX_OPS_IN_FLIGHT", "0"}}).max_ops_in_flight == 0);
+}
+
+TEST_CASE("from_env rejects a malformed number with an error naming the variable") {
+  const char* const variables[] = {"TANDEM_CPU_WORKERS", "TANDEM_PRIORITY_WORKERS",
+                                   "TANDEM_MAX_OPS_IN_FLIGHT", "TANDEM_SPIN_US",
+                                   "TANDEM_SHUTDOWN_TIMEOUT_MS"};
+  const char* const bad_values[] = {"", "abc", "12x", "-1", "1.5", "99999999999999999999999"};
+  for (const char* variable : variables) {
+    for (const char* value : bad_values) {
+      CAPTURE(variable);
+      CAPTURE(value);
+      const std::string message = error_of([&] { config_from({{variable, value}}); });
+      CHECK(message.find(variable) != std::string::npos);
+      CHECK(message.find(std::string("'") + value + "'") != std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(config_from({{"TANDEM_CPU_WORKERS", "abc"}}), tandem::Error);
+  CHECK_THROWS_AS(config_from({{"TANDEM_CPU_WORKERS", "1025"}}), tandem::Error);
+  CHECK_THROWS_AS(config_from({{"TANDEM_PRIORITY_WORKERS", "65"}}), tandem::Error);
+}
+
+TEST_CASE("from_env rejects an unknown engine kind and names the choices") {
+  const std::string message = error_of([] { config_from({{"TANDEM_ENGINE", "turbo"}}); });
+  CAPTURE(message);
+  CHECK(message.find("TANDEM_ENGINE") != std::string::npos);
+  CHECK(message.find("turbo") != std::string::npos);
+  CHECK(message.find("threaded") != std::string::npos);
+  CHECK(message.find("naive") != std::string::npos);
+}
+
+TEST_CASE("creating an engine with an unknown log level fails clearly") {
+  EngineConfig config = test_config(EngineKind::threaded);
+  config.log_level = "chatty";
+  const std::string message = error_of([&] { tandem::Engine::create(config); });
+  CAPTURE(message);
+  CHECK(message.find("chatty") != std::string::npos);
+  CHECK(message.find("TANDEM_LOG_LEVEL") != std::string::npos);
+}
+
+TEST_CASE("a push with an invalid var fails at push, names the op, and queues nothing") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var good = engine.var();
+  auto captured = std::make_shared<int>(0);
+  bool ran = false;
+  for (bool in_writes : {false, true}) {
+    CAPTURE(in_writes);
+    const std::string message = error_of([&] {
+      auto body = [&ran, captured] { ran = true; };
+      if (in_writes) {
+        engine->push(body, cpu(), {good}, {good, Var{}}, {.name = "careless"});
+      } else {
+        engine->push(body, cpu(), {Var{}}, {good}, {.name = "careless"});
+      }
+    });
+    CAPTURE(message);
+    CHECK(message.find("careless") != std::string::npos);
+    CHECK(message.find("invalid") != std::string::npos);
+  }
+  engine->wait_all();
+  CHECK_FALSE(ran);
+  CHECK(captured.use_count() == 1);  // the rejected op's function was destroyed
+  CHECK(engine->stats().ops_pushed == 0);
+}
+
+TEST_CASE("a push on a device without a worker queue fails at push and names the op") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var v = engine.var();
+  auto captured = std::make_shared<int>(0);
+  for (tandem::Device device : {tandem::cuda(0), tandem::sim(0), cpu(1)}) {
+    CAPTURE(tandem::to_string(device));
+    const std::string message =
+        error_of([&] { engine->push([captured] {}, device, {}, {v}, {.name = "misplaced"}); });
+    CAPTURE(message);
+    CHECK(message.find("misplaced") != std::string::npos);
+    CHECK(message.find(tandem::to_string(device)) != std::string::npos);
+  }
+  CHECK(captured.use_count() == 1);
+  CHECK(engine->stats().ops_pushed == 0);
+  // The var is untouched: ops on it still run.
+  bool ran = false;
+  engine->push([&ran] { ran = true; }, cpu(), {}, {v});
+  engine->wait_for_var(v);
+  CHECK(ran);
+}
+
+TEST_CASE("Engine::set_default chooses the kind Engine::get returns") {
+  tandem::Engine::set_default(EngineKind::naive);
+  CHECK(tandem::Engine::get().kind() == EngineKind::naive);
+  CHECK(&tandem::Engine::get() == &tandem::Engine::get());
+  tandem::Engine::set_default(EngineKind::threaded);
+  CHECK(tandem::Engine::get().kind() == EngineKind::threaded);
+
+  EngineConfig config = test_config(EngineKind::threaded);
+  config.max_ops_in_flight = 77;
+  tandem::Engine::set_default(config);
+  CHECK(tandem::Engine::get().config().max_ops_in_flight == 77);
+  tandem::Engine::set_default(EngineConfig{});
+}
+
+TEST_CASE("Engine::set_default(kind) keeps the other settings from TANDEM_ variables") {
+  for (const char* kind_name : {"naive", "threaded"}) {
+    CAPTURE(kind_name);
+    ScopedEnv engine_kind("TANDEM_ENGINE", kind_name);
+    ScopedEnv workers("TANDEM_CPU_WORKERS", "3");
+    tandem::Engine::set_default(EngineConfig::from_env());
+    CHECK(std::string(tandem::engine_kind_name(tandem::Engine::get().kind())) == kind_name);
+    const EngineKind other =
+        std::string(kind_name) == "naive" ? EngineKind::threaded : EngineKind::naive;
+    tandem::Engine::set_default(other);  // the kind from the call, the rest from TANDEM_*
+    CHECK(tandem::Engine::get().kind() == other);
+    CHECK(tandem::Engine::get().config().cpu_workers == 3);
+  }
+  tandem::Engine::set_default(EngineConfig{});
+}
+
+TEST_CASE("Engine::set_default finishes the old engine's ops first") {
+  for (EngineKind kind : {EngineKind::threaded, EngineKind::naive}) {
+    tandem::Engine::set_default(test_config(EngineKind::threaded));
+    tandem::Engine& old_engine = tandem::Engine::get();
+    Var v = old_engine.new_var();
+    std::atomic<int> done{0};
+    for (int i = 0; i < 20; ++i) {
+      old_engine.push(
+          [&done] {
+            std::this_thread::sleep_for(1ms);
+            done.fetch_add(1);
+          },
+          cpu(), {}, {v});
+    }
+    old_engine.delete_var(v);
+    tandem::Engine::set_default(kind);
+    CHECK(done.load() == 20);
+  }
+  tandem::Engine::set_default(EngineConfig{});
+}
+
+TEST_CASE("tandem::wait_all waits for the process-wide engine and rethrows its errors") {
+  tandem::Engine::set_default(test_config(EngineKind::threaded));
+  tandem::Engine& engine = tandem::Engine::get();
+  Var v = engine.new_var();
+  std::atomic<bool> done{false};
+  engine.push(
+      [&done] {
+        std::this_thread::sleep_for(10ms);
+        done.store(true);
+      },
+      cpu(), {}, {v});
+  engine.push([] { throw std::runtime_error("global"); }, cpu(), {v}, {}, {.name = "global op"});
+  try {
+    tandem::wait_all();
+    FAIL("tandem::wait_all should rethrow");
+  } catch (const tandem::OpError& error) {
+    CHECK(error.op_name() == "global op");
+  }
+  CHECK(done.load());
+  CHECK_NOTHROW(tandem::wait_all());
+  engine.delete_var(v);
+  tandem::Engine::set_default(EngineConfig{});
+}

@@ -1,0 +1,309 @@
+// Lifetimes and bounds: delete_var, destroying an engine with work pending, and backpressure.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.h"
+
+namespace {
+
+using tandem::Completion;
+using tandem::cpu;
+using tandem::EngineKind;
+using tandem::RunContext;
+using tandem::Var;
+using namespace tandem_test;
+
+// Completions of async ops that the test holds, to keep those ops in flight.
+class HeldOps {
+ public:
+  // Pushes an async op that hands its completion to this holder.
+  void push(tandem::Engine& engine) {
+    engine.push(
+        [this](RunContext& ctx) {
+          std::lock_guard lock(mutex_);
+          held_.push_back(ctx.take_completion());
+        },
+        cpu(), {}, {}, {.name = "held", .async_completion = true});
+  }
+  std::size_t count() {
+    std::lock_guard lock(mutex_);
+    return held_.size();
+  }
+  // Waits until `n` ops have handed over their completions.
+  bool wait_for_count(std::size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (count() < n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(1ms);
+    }
+    return true;
+  }
+  void complete_one() {
+    Completion done;
+    {
+      std::lock_guard lock(mutex_);
+      REQUIRE(!held_.empty());
+      done = std::move(held_.back());
+      held_.pop_back();
+    }
+    done();
+  }
+  void complete_all() {
+    while (count() > 0) complete_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Completion> held_;
+};
+
+// Polls `condition` until it holds or the patience runs out.
+template <class Condition>
+bool eventually(Condition&& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("delete_var runs the deleter after every earlier op on the var") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var v = engine->new_var();  // deleted by the test
+  std::atomic<int> ops_done{0};
+  engine->push(
+      [&ops_done] {
+        std::this_thread::sleep_for(10ms);
+        ops_done.fetch_add(1);
+      },
+      cpu(), {}, {v});
+  for (int i = 0; i < 3; ++i) {
+    engine->push(
+        [&ops_done] {
+          std::this_thread::sleep_for(10ms);
+          ops_done.fetch_add(1);
+        },
+        cpu(), {v}, {});
+  }
+  std::atomic<int> seen_by_deleter{-1};
+  engine->delete_var(v, [&] { seen_by_deleter.store(ops_done.load()); });
+  engine->wait_all();
+  CHECK(seen_by_deleter.load() == 4);
+}
+
+TEST_CASE("a deleter runs even when its var is poisoned") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var v = engine->new_var();  // deleted by the test
+  engine->push([] { throw std::runtime_error("bad"); }, cpu(), {}, {v}, {.name = "bad"});
+  std::atomic<bool> deleted{false};
+  engine->delete_var(v, [&deleted] { deleted.store(true); });
+  CHECK_THROWS_AS(engine->wait_all(), tandem::OpError);  // the op's error, not the deleter's
+  CHECK(deleted.load());
+  CHECK_NOTHROW(engine->wait_all());
+}
+
+TEST_CASE("an exception from a deleter is reported by wait_all") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var v = engine->new_var();  // deleted by the test
+  engine->push([] {}, cpu(), {}, {v});
+  engine->delete_var(v, [] { throw std::runtime_error("could not close file"); });
+  try {
+    engine->wait_all();
+    FAIL("wait_all should report the deleter's exception");
+  } catch (const tandem::OpError& error) {
+    CHECK(nested_message(error) == "could not close file");
+  }
+  CHECK_NOTHROW(engine->wait_all());
+  CHECK(engine->stats().ops_failed == 1);
+}
+
+TEST_CASE("deleted vars are recycled without mixing up their state") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  // A poisoned var is deleted; the vars created after it must start clean.
+  for (int i = 0; i < 300; ++i) {
+    Var v = engine->new_var();  // deleted by the test
+    engine->push([] { throw std::runtime_error("bad"); }, cpu(), {}, {v});
+    engine->delete_var(v);
+  }
+  while (true) {
+    try {
+      engine->wait_all();
+      break;
+    } catch (const tandem::OpError&) {
+    }
+  }
+  for (int i = 0; i < 300; ++i) {
+    Var v = engine->new_var();  // deleted by the test
+    CHECK_NOTHROW(engine->wait_for_var(v));
+    bool ran = false;
+    engine->push([&ran] { ran = true; }, cpu(), {v}, {});
+    engine->wait_to_write(v);
+    CHECK(ran);
+    engine->delete_var(v);
+  }
+  engine->wait_all();
+}
+
+TEST_CASE("destroying an engine finishes its pending ops") {
+  const EngineKind kind = each_engine_kind();
+  std::atomic<int> done{0};
+  std::vector<std::thread> completers;
+  std::mutex completers_mutex;
+  {
+    // A plain engine: the test's helper would wait for the ops before destroying it.
+    auto engine = tandem::Engine::create(test_config(kind));
+    Var v = engine->new_var();
+    for (int i = 0; i < 100; ++i) {
+      engine->push(
+          [&done] {
+            std::this_thread::sleep_for(100us);
+            done.fetch_add(1);
+          },
+          cpu(), {}, {v});
+    }
+    engine->push(
+        [&](RunContext& ctx) {
+          std::lock_guard lock(completers_mutex);
+          completers.emplace_back([&done, finish = ctx.take_completion()]() mutable {
+            std::this_thread::sleep_for(20ms);
+            done.fetch_add(1);
+            finish();
+          });
+        },
+        cpu(), {v}, {}, {.async_completion = true});
+    engine->delete_var(v);
+  }  // the destructor waits
+  CHECK(done.load() == 101);
+  for (auto& thread : completers) thread.join();
+}
+
+// The last op of an engine may end on a thread the engine does not own (an async op's
+// Completion). Destroying the engine must wait until that thread no longer touches it: a
+// sanitizer build reports it if it does not.
+TEST_CASE("an engine can be destroyed while a Completion on another thread ends its last op") {
+  const EngineKind kind = each_engine_kind();
+  const int rounds = std::max(20, static_cast<int>(200 * test_scale()));
+  int finished = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::thread completer;
+    std::atomic<bool> ran{false};
+    {
+      auto engine = tandem::Engine::create(test_config(kind));
+      Flag handed_over;
+      engine->push(
+          [&](RunContext& ctx) {
+            completer = std::thread([&ran, done = ctx.take_completion()]() mutable {
+              ran.store(true);
+              done();
+            });
+            handed_over.raise();
+          },
+          cpu(), {}, {}, {.async_completion = true});
+      REQUIRE(handed_over.wait());
+    }  // destroyed while the completer may still be inside done()
+    completer.join();
+    if (ran.load()) ++finished;
+  }
+  CHECK(finished == rounds);
+}
+
+TEST_CASE("push blocks past max_ops_in_flight and resumes once ops finish") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.max_ops_in_flight = 4;
+  TestEngine engine(config);
+  HeldOps held;
+  for (int i = 0; i < 4; ++i) held.push(*engine);
+  REQUIRE(held.wait_for_count(4));
+  CHECK(engine->stats().pushes_blocked == 0);
+
+  Flag pushed;
+  std::thread pusher([&] {
+    engine->push([] {}, cpu(), {}, {});
+    pushed.raise();
+  });
+  // The pusher must be blocked in push: the engine says so, and push has not returned.
+  CHECK(eventually([&] { return engine->stats().pushes_blocked == 1; }));
+  std::this_thread::sleep_for(30ms);  // a chance for a wrong push to return
+  CHECK_FALSE(pushed.raised());
+  CHECK(engine->stats().ops_in_flight == 4);
+
+  held.complete_one();
+  CHECK(pushed.wait());
+  pusher.join();
+  held.complete_all();
+  engine->wait_all();
+  CHECK(engine->stats().ops_pushed == 5);
+  CHECK(engine->stats().pushes_blocked == 1);
+}
+
+TEST_CASE("a push from inside an op never blocks on backpressure") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.max_ops_in_flight = 2;
+  TestEngine engine(config);
+  Watchdog watchdog("pushes from inside an op past max_ops_in_flight");
+  Var v = engine.var();
+  tandem::Engine& e = *engine;
+  std::atomic<int> inner_ran{0};
+  std::uint64_t in_flight_inside = 0;
+  engine->push(
+      [&] {
+        // These write the var this op holds, so none can finish before this op does: blocking
+        // here would wait forever.
+        for (int i = 0; i < 50; ++i) {
+          e.push([&inner_ran] { inner_ran.fetch_add(1); }, cpu(), {}, {v}, {.name = "inner"});
+        }
+        in_flight_inside = e.stats().ops_in_flight;
+      },
+      cpu(), {}, {v}, {.name = "outer"});
+  engine->wait_all();
+  CHECK(inner_ran.load() == 50);
+  CHECK(in_flight_inside == 51);
+  CHECK(engine->stats().pushes_blocked == 0);
+}
+
+TEST_CASE("max_ops_in_flight = 0 never blocks a push") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.max_ops_in_flight = 0;
+  TestEngine engine(config);
+  HeldOps held;
+  for (int i = 0; i < 300; ++i) held.push(*engine);
+  REQUIRE(held.wait_for_count(300));
+  CHECK(engine->stats().ops_in_flight == 300);
+  CHECK(engine->stats().pushes_blocked == 0);
+  held.complete_all();
+  engine->wait_all();
+}
+
+TEST_CASE("pushes from several threads against a small bound all finish") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.max_ops_in_flight = 8;
+  TestEngine engine(config);
+  Watchdog watchdog("four threads pushing against max_ops_in_flight = 8");
+  Var shared = engine.var();
+  std::atomic<int> ran{0};
+  std::vector<std::thread> pushers;
+  for (int t = 0; t < 4; ++t) {
+    pushers.emplace_back([&] {
+      Var own = engine.var();
+      for (int i = 0; i < 2000; ++i) {
+        engine->push([&ran] { ran.fetch_add(1); }, cpu(), {shared}, {own});
+      }
+    });
+  }
+  for (auto& thread : pushers) thread.join();
+  engine->wait_all();
+  CHECK(ran.load() == 8000);
+  CHECK(engine->stats().ops_in_flight == 0);
+}

@@ -1,0 +1,229 @@
+// Scheduling: priorities among ready ops, the priority lane, worker counts, and an idle engine
+// that does not burn CPU.
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "test_support.h"
+
+namespace {
+
+using tandem::cpu;
+using tandem::EngineKind;
+using tandem::RunContext;
+using tandem::Var;
+using namespace tandem_test;
+
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// Burns roughly `n` loop iterations of CPU time.
+void spin_for(int n) {
+  std::atomic<int> counter{0};
+  for (int i = 0; i < n; ++i) counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+TEST_CASE("ready ops run highest priority first, in push order among equals") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 1;
+  config.priority_workers = 0;
+  TestEngine engine(config);
+
+  // The only worker is held by a first op while the others become ready.
+  Flag blocker_started, release_blocker;
+  engine->push(
+      [&] {
+        blocker_started.raise();
+        release_blocker.wait();
+      },
+      cpu(), {}, {}, {.name = "blocker"});
+  REQUIRE(blocker_started.wait());
+
+  struct Pushed {
+    int priority;
+    int id;
+  };
+  const std::vector<Pushed> pushed = {{0, 0},  {2, 1}, {-1, 2}, {1, 3}, {2, 4},   {0, 5},
+                                      {-1, 6}, {1, 7}, {5, 8},  {0, 9}, {-3, 10}, {2, 11}};
+  std::mutex mutex;
+  std::vector<int> ran;
+  for (const Pushed& op : pushed) {
+    engine->push(
+        [&, id = op.id] {
+          std::lock_guard lock(mutex);
+          ran.push_back(id);
+        },
+        cpu(), {}, {}, {.name = "ranked", .priority = op.priority});
+  }
+  release_blocker.raise();
+  engine->wait_all();
+  // Priority 5, then 2s, 1s, 0s, -1s, -3, each group in push order.
+  CHECK(ran == std::vector<int>{8, 1, 4, 11, 3, 7, 0, 5, 9, 2, 6, 10});
+}
+
+TEST_CASE("an urgent op does not wait behind long compute ops") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 1;
+  config.priority_workers = 1;
+  TestEngine engine(config);
+  Flag blocker_started, release_blocker;
+  engine->push(
+      [&] {
+        blocker_started.raise();
+        release_blocker.wait();
+      },
+      cpu(), {}, {}, {.name = "long compute"});
+  REQUIRE(blocker_started.wait());
+  Flag urgent_ran, copy_ran;
+  engine->push([&] { urgent_ran.raise(); }, cpu(), {}, {}, {.name = "urgent", .priority = 1});
+  engine->push([&] { copy_ran.raise(); }, cpu(), {}, {},
+               {.name = "copy", .queue = tandem::Queue::copy_h2d});
+  CHECK(urgent_ran.wait());
+  CHECK(copy_ran.wait());
+  release_blocker.raise();
+  engine->wait_all();
+}
+
+// Pushes `workers` ops that each wait for all the others: true if they all met, i.e. ran at once.
+bool all_ran_at_once(tandem::Engine& engine, int workers) {
+  Rendezvous all(workers);
+  std::atomic<int> met{0};
+  for (int i = 0; i < workers; ++i) {
+    engine.push([&] { met.fetch_add(all.arrive(3s) ? 1 : 0); }, cpu(), {}, {});
+  }
+  engine.wait_all();
+  return met.load() == workers;
+}
+
+TEST_CASE("the engine runs as many independent ops at once as it has CPU workers") {
+  for (int workers : {1, 2}) {
+    CAPTURE(workers);
+    tandem::EngineConfig config = test_config(EngineKind::threaded);
+    config.cpu_workers = workers;
+    TestEngine engine(config);
+    CHECK(all_ran_at_once(*engine, workers));
+  }
+}
+
+// Regression test: each engine once raised oneTBB's max_allowed_parallelism with a
+// tbb::global_control of its own, only when the current value was too low. oneTBB applies the
+// *smallest* value of all live controls and falls back to cores - 1 workers once the engine that
+// made one is gone, so an engine alive beside another got fewer workers than its cpu_workers,
+// and ops that must run at once (readers that meet) hung.
+TEST_CASE("two threaded engines alive at once each get their CPU workers") {
+  const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  // The process-wide engine, if an earlier test made one, holds a control of its own.
+  tandem::Engine::set_default(EngineKind::naive);
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = cores;
+  SUBCASE("the second keeps its workers when the first goes away") {
+    TestEngine first(config);
+    TestEngine second(config);
+    first.reset();
+    CHECK(all_ran_at_once(*second, cores));
+  }
+  SUBCASE("the second gets more workers than the first when it asks for more") {
+    TestEngine first(config);
+    config.cpu_workers = cores + 1;
+    TestEngine second(config);
+    CHECK(all_ran_at_once(*second, cores + 1));
+    CHECK(all_ran_at_once(*first, cores));
+  }
+}
+
+// Regression test: ReadyFifo (ready_fifo.h) once said "empty" when its tail was the stub, but a
+// producer linking behind the stub while a consumer re-inserted it could leave an op queued
+// ahead of the stub: the op stayed stranded until some later push, and a program waiting for it
+// hung. A pusher that waits for an op made ready by a worker makes "no later push" common.
+TEST_CASE("a ready op runs without a later push to wake it") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.priority_workers = 0;
+  TestEngine engine(config);
+  Var first = engine.var(), second = engine.var();
+  std::atomic<int> followers_ran{0};
+  int stranded_at = -1;
+  // Up to 200,000 rounds (the old bug showed within ~30,000), but at most ~1.5 s: a loaded
+  // machine slows the busy-waiting rounds down a lot.
+  const int iterations = static_cast<int>(200000 * test_scale());
+  const auto time_budget = std::chrono::steady_clock::now() + 1500ms;
+  int rounds = 0;
+  std::uint32_t lcg = 1;
+  for (int i = 0; i < iterations && stranded_at < 0; ++i, ++rounds) {
+    if ((i & 255) == 0 && std::chrono::steady_clock::now() > time_budget) break;
+    // The worker that finishes `first` queues the follower while the other worker may be
+    // taking the independent op, the last one queued. The first op's length varies so that
+    // the two meet at every possible moment.
+    lcg = lcg * 1103515245u + 12345u;
+    const int spins = static_cast<int>((lcg >> 8) % 200);
+    engine->push([spins] { spin_for(spins); }, cpu(), {}, {first});
+    engine->push([&followers_ran] { followers_ran.fetch_add(1); }, cpu(), {first}, {second});
+    engine->push([] {}, cpu(), {}, {});
+    // Busy-wait, with a timeout (wait_for_var would hang), until the follower has run. Not
+    // yielding keeps all cores busy, so threads are preempted at arbitrary points.
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (followers_ran.load() != i + 1) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        stranded_at = i;
+        break;
+      }
+    }
+  }
+  CAPTURE(stranded_at);
+  CAPTURE(rounds);
+  CHECK(stranded_at == -1);
+  engine->push([] {}, cpu(), {}, {});  // a later push frees a stranded op, so this can finish
+  engine->wait_all();
+}
+
+TEST_CASE("RunContext names the op, its device and its worker") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  std::string name;
+  tandem::Device device = tandem::sim(3);
+  int worker = -2;
+  engine->push(
+      [&](RunContext& ctx) {
+        name = ctx.op_name();
+        device = ctx.device();
+        worker = ctx.worker();
+      },
+      cpu(), {}, {}, {.name = "introspective"});
+  engine->wait_all();
+  CHECK(name == "introspective");
+  CHECK(device == cpu());
+  if (kind == EngineKind::naive) {
+    CHECK(worker == -1);  // inline in the pushing thread
+  } else {
+    CHECK(worker >= 0);
+  }
+}
+
+TEST_CASE("an idle engine uses almost no CPU") {
+  TestEngine engine(tandem::EngineConfig{});  // default workers and spin
+  Var v = engine.var();
+  for (int i = 0; i < 1000; ++i) engine->push([] {}, cpu(), {v}, {});
+  for (int i = 0; i < 10; ++i) engine->push([] {}, cpu(), {}, {}, {.priority = 1});
+  engine->wait_all();
+  std::this_thread::sleep_for(100ms);  // let workers finish spinning and park
+  const double cpu_before = process_cpu_seconds();
+  const auto wall_before = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(300ms);
+  const double cpu_used = process_cpu_seconds() - cpu_before;
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+  const double share_of_one_core = cpu_used / wall;
+  CAPTURE(share_of_one_core);
+  CHECK(share_of_one_core < 0.20);
+}

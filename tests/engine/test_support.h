@@ -1,0 +1,226 @@
+// Helpers shared by the engine tests: engines of each kind, and waits that time out so that a
+// broken engine fails a test instead of hanging the suite.
+//
+// Sleeps in these tests never make a test pass: they only give a wrong engine the chance to
+// misbehave (run an op too early, overlap two writes...). Everything a test asserts is
+// synchronised through the engine or through the helpers below.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <tandem/engine.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <source_location>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tandem_test {
+
+using namespace std::chrono_literals;
+
+// How long a test waits for something that should happen promptly before calling it a failure.
+// Generous, because sanitizer builds on two shared cores are slow.
+inline constexpr std::chrono::milliseconds kPatience = 20s;
+
+// A flag one thread raises and others wait for, with a timeout.
+class Flag {
+ public:
+  void raise() {
+    std::lock_guard lock(mutex_);
+    raised_ = true;
+    changed_.notify_all();
+  }
+  // True once raised; false if `timeout` passed first.
+  bool wait(std::chrono::milliseconds timeout = kPatience) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [this] { return raised_; });
+  }
+  bool raised() {
+    std::lock_guard lock(mutex_);
+    return raised_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool raised_ = false;
+};
+
+// `parties` threads meet: each arrive() returns true once all have arrived, false on timeout.
+// Proves that ops ran at the same time: with one at a time, the first to arrive times out.
+class Rendezvous {
+ public:
+  explicit Rendezvous(int parties) : parties_(parties) {}
+  bool arrive(std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mutex_);
+    ++arrived_;
+    changed_.notify_all();
+    return changed_.wait_for(lock, timeout, [this] { return arrived_ >= parties_; });
+  }
+
+ private:
+  const int parties_;
+  int arrived_ = 0;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+};
+
+// Ends the process with a message if the scope it guards outlives `limit`: for a would-be
+// deadlock, which no assertion could unwind.
+class Watchdog {
+ public:
+  explicit Watchdog(std::string what, std::chrono::milliseconds limit = 60s)
+      : what_(std::move(what)), thread_([this, limit] { watch(limit); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  void watch(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    if (changed_.wait_for(lock, limit, [this] { return done_; })) return;
+    std::fprintf(stderr, "FATAL: %s did not finish within %lld ms: the engine hangs\n",
+                 what_.c_str(), static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::_Exit(EXIT_FAILURE);
+  }
+
+  const std::string what_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
+};
+
+// TANDEM_TEST_SCALE (default 1): sanitizer runs scale the long stress loops down with it.
+inline double test_scale() {
+  const char* text = std::getenv("TANDEM_TEST_SCALE");
+  if (text == nullptr) return 1.0;
+  char* end = nullptr;
+  const double scale = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(scale > 0)) {
+    std::fprintf(stderr, "TANDEM_TEST_SCALE='%s' is not a positive number\n", text);
+    std::exit(EXIT_FAILURE);
+  }
+  return scale;
+}
+
+// Runs the calling test once per engine kind (as doctest subcases, so a failure names the kind).
+inline tandem::EngineKind each_engine_kind() {
+  tandem::EngineKind kind = tandem::EngineKind::threaded;
+  SUBCASE("threaded engine") {
+    kind = tandem::EngineKind::threaded;
+  }
+  SUBCASE("naive engine") {
+    kind = tandem::EngineKind::naive;
+  }
+  return kind;
+}
+
+// Two CPU workers whatever the machine, so tests that need two ops at once can have them.
+inline tandem::EngineConfig test_config(tandem::EngineKind kind) {
+  tandem::EngineConfig config;
+  config.kind = kind;
+  config.cpu_workers = 2;
+  return config;
+}
+
+// An engine for one test, and the vars it hands out. When the test ends the vars are deleted
+// (delete_var), as the contract asks of every user, then every op is waited for and the engine
+// destroyed; so leak checkers find nothing left behind.
+// A watchdog ends the process if the engine is still in use after kTestLimit: a test that hangs
+// (an op never runs) then fails with a message naming where its engine was made.
+class TestEngine {
+ public:
+  static constexpr std::chrono::milliseconds kTestLimit = 120s;
+
+  explicit TestEngine(const tandem::EngineConfig& config,
+                      std::source_location where = std::source_location::current())
+      : watchdog_(std::string("the test whose engine was made at ") + where.file_name() + ":" +
+                      std::to_string(where.line()),
+                  kTestLimit),
+        engine_(tandem::Engine::create(config)) {}
+  explicit TestEngine(tandem::EngineKind kind,
+                      std::source_location where = std::source_location::current())
+      : TestEngine(test_config(kind), where) {}
+  ~TestEngine() { reset(); }
+  TestEngine(const TestEngine&) = delete;
+  TestEngine& operator=(const TestEngine&) = delete;
+
+  tandem::Engine* operator->() const { return engine_.get(); }
+  tandem::Engine& operator*() const { return *engine_; }
+
+  // A new var, deleted when the engine goes away. Thread-safe, like Engine::new_var.
+  tandem::Var var() {
+    const tandem::Var v = engine_->new_var();
+    std::lock_guard lock(mutex_);
+    vars_.push_back(v);
+    return v;
+  }
+
+  // Deletes the vars, waits for every op (the errors left are not this helper's business: the
+  // test has checked those it cares about) and destroys the engine.
+  void reset() {
+    if (!engine_) return;
+    for (tandem::Var v : vars_) engine_->delete_var(v);
+    vars_.clear();
+    for (int errors = 0; errors < 1000000; ++errors) {
+      try {
+        engine_->wait_all();
+        break;
+      } catch (const std::exception&) {
+      }
+    }
+    engine_.reset();
+  }
+
+ private:
+  Watchdog watchdog_;  // first: it outlives the engine
+  std::unique_ptr<tandem::Engine> engine_;
+  std::mutex mutex_;
+  std::vector<tandem::Var> vars_;
+};
+
+inline TestEngine make_engine(tandem::EngineKind kind,
+                              std::source_location where = std::source_location::current()) {
+  return TestEngine(kind, where);
+}
+
+// The message of what `fn` throws, or "" if it returns.
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The message of the exception nested in `error` (an OpError's original), or "" if none.
+inline std::string nested_message(const std::exception& error) {
+  try {
+    std::rethrow_if_nested(error);
+  } catch (const std::exception& original) {
+    return original.what();
+  } catch (...) {
+    return "(not a std::exception)";
+  }
+  return "";
+}
+
+}  // namespace tandem_test
