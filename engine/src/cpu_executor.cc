@@ -100,6 +100,9 @@ void CpuExecutor::wake_drainer() noexcept {
 }
 
 void CpuExecutor::drain() noexcept {
+  // Synchronizes with the increment in wake_drainer() that enqueued this drainer; TSan does not
+  // see the ordering through the TBB arena's (uninstrumented) task queue without it.
+  (void)active_drainers_.load(std::memory_order_acquire);
   const int worker = tbb::this_task_arena::current_thread_index();
   for (;;) {
     using Clock = std::chrono::steady_clock;

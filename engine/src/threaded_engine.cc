@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <thread>
 
 #include "logging.h"
 #include "profiler_recorder.h"
@@ -91,6 +92,10 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
   const bool counted = !op->is_waiter;
   release_op_record(op);
   if (!counted) return;
+  // Once `completed_` reaches `ops_pushed_`, shutdown may return and the engine be destroyed
+  // while this thread (an async completion on a foreign thread) still reads its members below.
+  // `releasing_` keeps shutdown from returning until every such tail has left the engine.
+  releasing_.fetch_add(1, std::memory_order_seq_cst);
   const std::uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
   if (blocked_threads_.load(std::memory_order_seq_cst) > 0 &&
       ops_pushed_.load(std::memory_order_seq_cst) - done <= resume_at_) {
@@ -99,6 +104,7 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
     std::lock_guard lock(blocked_mutex_);
     blocked_cv_.notify_all();
   }
+  releasing_.fetch_sub(1, std::memory_order_release);
 }
 
 bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
@@ -172,6 +178,8 @@ bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
                 in_flight(), timeout.count());
     return false;
   }
+  // Every op has counted itself complete; wait for the last of them to stop touching `this`.
+  while (releasing_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   cpu_.reset();
   return true;
 }

@@ -58,6 +58,8 @@ class ThreadedEngine final : public EngineCore {
   alignas(64) std::atomic<std::uint64_t> completed_{0};
   // Threads blocked in wait_all, backpressure or shutdown; completions notify only if any.
   alignas(64) std::atomic<int> blocked_threads_{0};
+  // Completions between their `completed_` increment and their last touch of the engine.
+  std::atomic<int> releasing_{0};
   std::atomic<std::uint64_t> pushes_blocked_{0};
   std::mutex blocked_mutex_;
   std::condition_variable blocked_cv_;

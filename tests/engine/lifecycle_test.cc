@@ -194,17 +194,20 @@ TEST_CASE("destroying an engine finishes its pending ops") {
 // sanitizer build reports it if it does not.
 TEST_CASE("an engine can be destroyed while a Completion on another thread ends its last op") {
   const EngineKind kind = each_engine_kind();
-  const int rounds = std::max(20, static_cast<int>(200 * test_scale()));
+  const int rounds = std::max(50, static_cast<int>(300 * test_scale()));
   int finished = 0;
   for (int round = 0; round < rounds; ++round) {
     std::thread completer;
     std::atomic<bool> ran{false};
+    // The completer's delay sweeps the moment the op ends across the destructor's wait.
+    const int delay = (round * 37) % 2000;
     {
       auto engine = tandem::Engine::create(test_config(kind));
       Flag handed_over;
       engine->push(
           [&](RunContext& ctx) {
-            completer = std::thread([&ran, done = ctx.take_completion()]() mutable {
+            completer = std::thread([&ran, delay, done = ctx.take_completion()]() mutable {
+              spin_for(delay);
               ran.store(true);
               done();
             });

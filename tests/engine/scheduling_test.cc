@@ -27,12 +27,6 @@ double process_cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-// Burns roughly `n` loop iterations of CPU time.
-void spin_for(int n) {
-  std::atomic<int> counter{0};
-  for (int i = 0; i < n; ++i) counter.fetch_add(1, std::memory_order_relaxed);
-}
-
 }  // namespace
 
 TEST_CASE("ready ops run highest priority first, in push order among equals") {

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 #include <tandem/engine.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -71,6 +72,12 @@ class Rendezvous {
   std::mutex mutex_;
   std::condition_variable changed_;
 };
+
+// Burns roughly `n` loop iterations of CPU time (to vary when something happens, not to wait).
+inline void spin_for(int n) {
+  std::atomic<int> counter{0};
+  for (int i = 0; i < n; ++i) counter.fetch_add(1, std::memory_order_relaxed);
+}
 
 // Ends the process with a message if the scope it guards outlives `limit`: for a would-be
 // deadlock, which no assertion could unwind.

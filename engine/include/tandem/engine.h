@@ -15,6 +15,8 @@
 //   in opposite ways.
 // - An op that throws poisons the vars it writes. Later ops reading a poisoned var are skipped
 //   (unless `no_skip`) and poison their own writes; a later successful write clears the poison.
+//   When an op reads several poisoned vars, the oldest error wins: the one raised by the op
+//   pushed first, so the error a var carries does not depend on timing.
 //   `wait_for_var(v)` throws v's error; `wait_all` throws the first error no sync point has
 //   thrown yet. Each error is thrown once by `wait_all`; `wait_for_var` throws whenever the var
 //   is poisoned. The engine keeps running after any error.
