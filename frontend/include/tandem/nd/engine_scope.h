@@ -1,0 +1,46 @@
+// Which engine the front end uses, and waiting for all of it.
+//
+//   nd::waitall();                      // waits for every op; rethrows the first unseen error
+//
+//   auto engine = tandem::Engine::create({.kind = tandem::EngineKind::naive});
+//   {
+//     nd::EngineScope scope(*engine);   // arrays created by this thread now use *engine
+//     auto x = nd::ones({2, 2}) + 1;    // runs inline: the naive engine is synchronous
+//   }                                   // arrays of *engine must be gone before *engine is
+//
+// An array remembers its engine; an op on arrays of two different engines throws
+// tandem::Error. Without a scope the front end uses tandem::Engine::get(). The front end's state
+// on a scoped engine (its default random generator) is released when the last scope on that
+// engine closes, so a later scope on it starts again from seed 0.
+#pragma once
+
+#include "tandem/engine.h"
+
+namespace tandem::nd {
+
+// The engine new arrays are created on by this thread.
+Engine& current_engine();
+
+// Waits until every op pushed so far on the current engine has finished; rethrows the first
+// error no sync point has thrown yet.
+void waitall();
+
+class EngineScope {
+ public:
+  explicit EngineScope(Engine& engine);
+  ~EngineScope();
+  EngineScope(const EngineScope&) = delete;
+  EngineScope& operator=(const EngineScope&) = delete;
+
+ private:
+  Engine* previous_;
+  Engine* engine_;
+};
+
+// Replaces the process-wide engine (tandem::Engine::set_default) after waiting for the old one
+// and releasing the front end's state on it (its default random generator). Arrays of the old
+// engine must be gone. Prefer this over Engine::set_default once the front end has been used.
+void set_default_engine(const EngineConfig& config);
+void set_default_engine(EngineKind kind);
+
+}  // namespace tandem::nd

@@ -1,0 +1,58 @@
+#include "checks.h"
+
+#include <string>
+
+#include "access.h"
+#include "tandem/errors.h"
+
+namespace tandem::nd::detail {
+
+void check_defined(const char* op, const NDArray& array) {
+  if (!array.defined()) {
+    throw Error(std::string("tandem: ") + op +
+                ": an input is a null NDArray (default-constructed, never assigned an array)");
+  }
+}
+
+Engine& check_same_place(const char* op, std::initializer_list<const NDArray*> inputs) {
+  const NDArray* first = *inputs.begin();
+  check_defined(op, *first);
+  for (const NDArray* other : inputs) {
+    check_defined(op, *other);
+    if (other->device() != first->device()) {
+      throw Error(std::string("tandem: ") + op + ": inputs are on different devices: " +
+                  to_string(first->device()) + " and " + to_string(other->device()) +
+                  ". An op's inputs must all be on one device; move one with copyto() or "
+                  "as_in_context() first");
+    }
+    if (&other->engine() != &first->engine()) {
+      throw Error(std::string("tandem: ") + op +
+                  ": inputs belong to different engines; create them under the same "
+                  "nd::EngineScope");
+    }
+  }
+  return first->engine();
+}
+
+void check_same_dtype(const char* op, const NDArray& a, const NDArray& b) {
+  if (a.dtype() != b.dtype()) {
+    throw Error(std::string("tandem: ") + op + ": dtype mismatch: " + dtype_name(a.dtype()) +
+                " and " + dtype_name(b.dtype()) + "; convert one with astype() first");
+  }
+}
+
+void check_floating(const char* op, DType dtype) {
+  if (!ops::is_floating(dtype)) {
+    throw Error(std::string("tandem: ") + op + " is not defined for " + dtype_name(dtype) +
+                " arrays (floating types only); convert with astype(nd::float32) first");
+  }
+}
+
+bool overlaps_differently(const NDArray& a, const NDArray& b) {
+  if (!a.shares_storage_with(b)) return false;
+  const bool same_view = NDArrayAccess::offset(a) == NDArrayAccess::offset(b) &&
+                         a.shape() == b.shape() && a.strides() == b.strides();
+  return !same_view;
+}
+
+}  // namespace tandem::nd::detail

@@ -1,0 +1,72 @@
+// Copies between arrays and devices, dtype conversion, and assignment into an array.
+#include <string>
+
+#include "access.h"
+#include "checks.h"
+#include "elementwise.h"
+#include "tandem/errors.h"
+#include "tandem/nd/ndarray.h"
+
+namespace tandem::nd {
+
+namespace {
+
+NDArray copy_as(const NDArray& source, DType dtype, Device device, const char* op) {
+  detail::check_defined(op, source);
+  NDArray out = detail::allocate_array(source.engine(), source.shape(), dtype, device, op);
+  detail::push_copy(source, out, op);
+  return out;
+}
+
+}  // namespace
+
+NDArray NDArray::copy() const {
+  return copy_as(*this, dtype(), device(), "copy");
+}
+
+NDArray NDArray::copyto(Device device) const {
+  return copy_as(*this, dtype(), device, "copyto");
+}
+
+void NDArray::copyto(NDArray destination) const {
+  // Same device only, until accelerator backends bring their copy queues.
+  detail::check_same_place("copyto", {this, &destination});
+  if (!(destination.shape() == shape())) {
+    throw Error("tandem: copyto: the destination has shape " + destination.shape().to_string() +
+                ", the source " + shape().to_string() + "; they must match");
+  }
+  detail::check_same_dtype("copyto", *this, destination);
+  const NDArray source = detail::overlaps_differently(*this, destination) ? copy() : *this;
+  detail::push_copy(source, destination, "copyto");
+}
+
+NDArray NDArray::as_in_context(Device device) const {
+  detail::check_defined("as_in_context", *this);
+  if (device == this->device()) return *this;
+  return copyto(device);
+}
+
+NDArray NDArray::astype(DType dtype) const {
+  return copy_as(*this, dtype, device(), "astype");
+}
+
+NDArray& NDArray::assign(const NDArray& source) {
+  detail::check_same_place("assign", {this, &source});
+  detail::check_same_dtype("assign", *this, source);
+  const Shape shape = ops::broadcast_shapes(shape_, source.shape(), "assign");
+  if (!(shape == shape_)) {
+    throw Error("tandem: assign: a source of shape " + source.shape().to_string() +
+                " does not broadcast to the target's shape " + shape_.to_string());
+  }
+  const NDArray input = detail::overlaps_differently(*this, source) ? source.copy() : source;
+  detail::push_copy(input, *this, "assign");
+  return *this;
+}
+
+NDArray& NDArray::assign(double value) {
+  detail::check_defined("assign", *this);
+  detail::push_fill(*this, value, "assign");
+  return *this;
+}
+
+}  // namespace tandem::nd

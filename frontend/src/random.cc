@@ -1,0 +1,147 @@
+// Random arrays: each draw is an op that writes both the generator's var (it advances the
+// stream) and the new array's var.
+#include "tandem/nd/random.h"
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "access.h"
+#include "checks.h"
+#include "generator_registry.h"
+#include "lazy_view.h"
+#include "tandem/errors.h"
+#include "tandem/nd/engine_scope.h"
+#include "tandem/ops/cpu/random.h"
+
+namespace tandem::nd::random {
+
+namespace detail {
+
+GeneratorState::~GeneratorState() {
+  if (engine == nullptr) return;
+  try {
+    engine->delete_var(var, [stream = stream] { delete stream; });
+  } catch (...) {
+    // Leak rather than free a stream an op may still use.
+  }
+}
+
+namespace {
+
+std::mutex registry_mutex;
+std::unordered_map<Engine*, std::unique_ptr<Generator>>& registry() {
+  static std::unordered_map<Engine*, std::unique_ptr<Generator>> generators;
+  return generators;
+}
+
+}  // namespace
+
+void forget_default_generator(Engine& engine) {
+  std::unique_ptr<Generator> generator;
+  {
+    std::lock_guard lock(registry_mutex);
+    auto it = registry().find(&engine);
+    if (it == registry().end()) return;
+    generator = std::move(it->second);
+    registry().erase(it);
+  }
+}
+
+}  // namespace detail
+
+Generator::Generator(std::uint64_t seed) : Generator(seed, current_engine()) {}
+
+Generator::Generator(std::uint64_t seed, Engine& engine)
+    : state_(std::make_shared<detail::GeneratorState>()) {
+  state_->var = engine.new_var();
+  state_->stream = new detail::PhiloxStream{seed, 0};
+  state_->engine = &engine;
+}
+
+void Generator::seed(std::uint64_t seed) {
+  detail::PhiloxStream* stream = state_->stream;
+  state_->engine->push(
+      [stream, seed] {
+        *stream = detail::PhiloxStream{seed, 0};
+      },
+      cpu(), {}, {state_->var}, {.name = "random.seed"});
+}
+
+Engine& Generator::engine() const {
+  return *state_->engine;
+}
+
+Var Generator::var() const {
+  return state_->var;
+}
+
+Generator& default_generator() {
+  Engine& engine = current_engine();
+  std::lock_guard lock(detail::registry_mutex);
+  auto& slot = detail::registry()[&engine];
+  if (!slot) slot = std::make_unique<Generator>(0, engine);
+  return *slot;
+}
+
+void seed(std::uint64_t seed) {
+  default_generator().seed(seed);
+}
+
+namespace {
+
+enum class Distribution { uniform, normal };
+
+NDArray draw(const char* op, Distribution distribution, const Shape& shape, double a, double b,
+             DType dtype, Device device, Generator* generator) {
+  nd::detail::check_floating(op, dtype);
+  Generator& source = generator != nullptr ? *generator : default_generator();
+  Engine& engine = current_engine();
+  if (&source.engine() != &engine) {
+    throw Error(std::string("tandem: ") + op +
+                ": the generator belongs to another engine than the current one");
+  }
+  NDArray out = nd::detail::allocate_array(engine, shape, dtype, device, op);
+  detail::PhiloxStream* stream = source.state().stream;
+  const nd::detail::DenseRef data = nd::detail::dense_ref(out);
+  const std::int64_t n = out.size();
+  engine.push(
+      [stream, data, n, dtype, distribution, a, b] {
+        const auto view = ops::contiguous_view(data.resolve(), dtype, Shape{n});
+        stream->counter += distribution == Distribution::uniform
+                               ? ops::cpu::random_uniform(view, a, b, stream->seed, stream->counter)
+                               : ops::cpu::random_normal(view, a, b, stream->seed, stream->counter);
+      },
+      device, {}, {source.var(), out.var()}, {.name = op});
+  return out;
+}
+
+}  // namespace
+
+NDArray uniform(Shape shape, const UniformOptions& options) {
+  return draw("random.uniform", Distribution::uniform, shape, options.low, options.high,
+              options.dtype, options.device, options.generator);
+}
+
+NDArray uniform(Shape shape, Device device) {
+  return uniform(shape, UniformOptions{.device = device});
+}
+
+NDArray uniform(double low, double high, Shape shape, Device device) {
+  return uniform(shape, UniformOptions{.low = low, .high = high, .device = device});
+}
+
+NDArray normal(Shape shape, const NormalOptions& options) {
+  return draw("random.normal", Distribution::normal, shape, options.mean, options.stddev,
+              options.dtype, options.device, options.generator);
+}
+
+NDArray normal(Shape shape, Device device) {
+  return normal(shape, NormalOptions{.device = device});
+}
+
+NDArray normal(double mean, double stddev, Shape shape, Device device) {
+  return normal(shape, NormalOptions{.mean = mean, .stddev = stddev, .device = device});
+}
+
+}  // namespace tandem::nd::random

@@ -1,0 +1,147 @@
+#include "storage.h"
+
+#include <unistd.h>
+
+#include <string>
+#include <utility>
+
+#include "backend.h"
+#include "host_pool.h"
+#include "tandem/errors.h"
+
+namespace tandem::nd::detail {
+
+namespace {
+
+std::size_t physical_memory_bytes() {
+  static const std::size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page_size > 0
+               ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size)
+               : ~std::size_t{0};
+  }();
+  return bytes;
+}
+
+std::string describe_bytes(std::size_t bytes) {
+  const double gib = static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);
+  return std::to_string(bytes) + " bytes (" + std::to_string(gib) + " GiB)";
+}
+
+// Arrays at least this big get their memory back through an early, urgent op (see release).
+constexpr std::size_t kEarlyFreeBytes = 64 * 1024;
+
+// Freed Storage objects, for reuse: an array is created on a front-end thread and its storage
+// freed by the engine on a worker, a pattern malloc serves slowly (the worker's thread cache
+// fills up while the front end's stays empty), and a mutex here would make the two threads
+// contend on every op. Workers push returned objects onto a lock-free stack; a front-end thread
+// takes the whole stack at once (an exchange, so no ABA problem) into its own thread-local list
+// and allocates from there.
+class StoragePool {
+ public:
+  Storage* acquire() {
+    thread_local LocalList local;
+    if (local.head == nullptr) local.head = returned_.exchange(nullptr, std::memory_order_acquire);
+    if (Storage* storage = local.head) {
+      local.head = storage->next_free;
+      storage->next_free = nullptr;
+      return storage;
+    }
+    return new Storage;
+  }
+
+  void give_back(Storage* storage) noexcept {
+    storage->engine = nullptr;
+    storage->data.store(nullptr, std::memory_order_relaxed);
+    storage->references.store(1, std::memory_order_relaxed);
+    storage->next_free = returned_.load(std::memory_order_relaxed);
+    while (!returned_.compare_exchange_weak(storage->next_free, storage, std::memory_order_release,
+                                            std::memory_order_relaxed)) {
+    }
+  }
+
+ private:
+  struct LocalList {
+    Storage* head = nullptr;
+    ~LocalList() {
+      while (head != nullptr) delete std::exchange(head, head->next_free);
+    }
+  };
+  std::atomic<Storage*> returned_{nullptr};
+};
+
+// Never destroyed: engine deleters may return storage during static destruction.
+StoragePool& storage_pool() {
+  static StoragePool* pool = new StoragePool;
+  return *pool;
+}
+
+}  // namespace
+
+// The last reference is gone: hand the storage to the engine to free after its last op.
+//
+// The engine's ready queue is FIFO, and a deleter becomes ready only when the last op on its var
+// finishes: in a loop that queues many independent ops (1000 x `y = x + 1`), every deleter
+// would wait behind every queued op, so all outputs would be alive at once. For big arrays a
+// priority op writing the var frees the memory first: it still runs after every earlier op on
+// the array, but ahead of ordinary ready ops, so the memory goes back to the pool (and the next
+// op's output reuses it) as soon as its last user is done.
+void release(Storage* storage) noexcept {
+  if (storage->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  try {
+    if (storage->bytes >= kEarlyFreeBytes) {
+      storage->engine->push([storage] { storage->free_data(); }, storage->device, {},
+                            {storage->var}, {.name = "free", .priority = 1, .no_skip = true});
+    }
+    storage->engine->delete_var(storage->var, [storage] {
+      storage->free_data();
+      storage_pool().give_back(storage);
+    });
+  } catch (...) {
+    // The engine refused the deletion: leaking beats freeing memory an op may still use.
+  }
+}
+
+void retain(Storage* storage) noexcept {
+  storage->references.fetch_add(1, std::memory_order_relaxed);
+}
+
+void* Storage::data_or_allocate() {
+  void* current = data.load(std::memory_order_acquire);
+  if (current != nullptr) return current;
+  void* fresh = bytes <= kInlineBytes ? inline_data : host_allocate(bytes);
+  if (fresh == nullptr) {
+    throw Error("tandem: out of memory on " + to_string(device) + " allocating " +
+                describe_bytes(bytes));
+  }
+  if (data.compare_exchange_strong(current, fresh, std::memory_order_acq_rel)) return fresh;
+  if (fresh != inline_data) host_free(fresh, bytes);
+  return current;
+}
+
+void Storage::free_data() noexcept {
+  void* memory = data.exchange(nullptr, std::memory_order_acq_rel);
+  if (memory != nullptr && memory != inline_data) host_free(memory, bytes);
+}
+
+StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op) {
+  require_backend(device, op);
+  if (bytes > physical_memory_bytes()) {
+    throw Error(std::string("tandem: ") + op + ": " + describe_bytes(bytes) + " asked for on " +
+                to_string(device) + ", more than its " + describe_bytes(physical_memory_bytes()));
+  }
+  Storage* storage = storage_pool().acquire();
+  try {
+    storage->var = engine.new_var();
+  } catch (...) {
+    storage_pool().give_back(storage);
+    throw;
+  }
+  storage->bytes = bytes;
+  storage->device = device;
+  storage->engine = &engine;
+  return StorageRef(storage);
+}
+
+}  // namespace tandem::nd::detail

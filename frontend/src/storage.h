@@ -1,0 +1,51 @@
+// Storage: the memory of an array and its engine var, shared by every handle and view.
+//
+// Storage objects are pooled: the engine's deleter returns them for reuse.
+//
+// Two invariants make it safe for queued ops to hold a plain `Storage*`:
+// - The object is not destroyed with the last handle. The last handle queues
+//   engine.delete_var(var, deleter), and the deleter frees the memory and the object after every
+//   earlier op on the var has finished; every op that captured the pointer was pushed on the var
+//   while a handle still existed, so it comes earlier.
+// - The memory is allocated by the first op that needs it (data_or_allocate), on the worker that
+//   runs it, not when the array is created. A program that runs far ahead of its workers queues
+//   ops, not memory: memory is held from when work on it starts until its deleter.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "tandem/device.h"
+#include "tandem/engine.h"
+#include "tandem/nd/detail/storage_ref.h"
+
+namespace tandem::nd::detail {
+
+struct Storage {
+  // Arrays of at most this many bytes keep their values inside the Storage object itself: a
+  // tiny array then costs no allocation at all (Storage objects are pooled).
+  static constexpr std::size_t kInlineBytes = 64;
+
+  Engine* engine = nullptr;
+  Var var;
+  std::size_t bytes = 0;
+  Device device;
+  std::atomic<void*> data{nullptr};
+  std::atomic<std::uint32_t> references{1};  // StorageRefs (handles and views)
+  Storage* next_free = nullptr;              // link in the pool of unused Storage objects
+  alignas(64) unsigned char inline_data[kInlineBytes];
+
+  // The memory, allocated on first use (concurrent readers of a never-written array may race
+  // here; one allocation wins). Throws tandem::Error when it cannot be had.
+  void* data_or_allocate();
+  // Gives the memory back (a no-op for inline data); the storage may allocate again afterwards.
+  void free_data() noexcept;
+};
+
+// A new storage of `bytes` on `device` with a new var of `engine`, memory not yet allocated.
+// Throws tandem::Error naming `op` when the device is not available, or when `bytes` is more
+// than the device's memory (a mistake worth reporting at the call, not later in an op).
+StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op);
+
+}  // namespace tandem::nd::detail

@@ -1,0 +1,159 @@
+// CPU gemm: CBLAS for floating types, split into row blocks run in the engine's TBB arena.
+#include "tandem/ops/cpu/gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "parallel.h"
+#include "tandem/errors.h"
+#include "tandem/ops/cpu/copy.h"
+#include "tandem/ops/functors.h"
+
+namespace tandem::ops::cpu {
+
+namespace {
+
+// How a 2-D operand is handed to row-major CBLAS: its pointer, transpose flag and leading
+// dimension; empty when its layout has no such description and it must be packed first.
+struct BlasOperand {
+  bool usable = false;
+  bool transposed = false;
+  std::int64_t leading = 0;
+};
+
+BlasOperand describe(const ArrayView& v) {
+  const std::int64_t rows = v.shape[0], cols = v.shape[1];
+  // A dimension of extent 1 may carry any stride; give it the one BLAS expects.
+  const std::int64_t s0 = rows == 1 ? std::max<std::int64_t>(cols, 1) : v.strides[0];
+  const std::int64_t s1 = cols == 1 ? 1 : v.strides[1];
+  if (s1 == 1 && s0 >= std::max<std::int64_t>(cols, 1)) return {true, false, s0};
+  const std::int64_t t0 = rows == 1 ? 1 : v.strides[0];
+  const std::int64_t t1 = cols == 1 ? std::max<std::int64_t>(rows, 1) : v.strides[1];
+  if (t0 == 1 && t1 >= std::max<std::int64_t>(rows, 1)) return {true, true, t1};
+  return {};
+}
+
+// Row blocks: at least ~64 rows and ~32 MFLOP each (smaller blocks cost more in repeated
+// packing of b than they gain), at most one per hardware thread.
+std::int64_t rows_per_block(std::int64_t m, std::int64_t n, std::int64_t k) {
+  static const std::int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::int64_t flops_per_row = std::max<std::int64_t>(1, 2 * n * k);
+  const std::int64_t min_rows =
+      std::max<std::int64_t>(64, (std::int64_t{32} << 20) / flops_per_row);
+  const std::int64_t blocks = std::clamp<std::int64_t>(m / min_rows, 1, threads);
+  return (m + blocks - 1) / blocks;
+}
+
+template <class T>
+void blas_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+               std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc) {
+  const auto op_a = ta ? CblasTrans : CblasNoTrans;
+  const auto op_b = tb ? CblasTrans : CblasNoTrans;
+  const auto i = [](std::int64_t v) { return static_cast<blasint>(v); };
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), 1.0f, a, i(lda), b, i(ldb), 0.0f, c,
+                i(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), 1.0, a, i(lda), b, i(ldb), 0.0, c,
+                i(ldc));
+  }
+}
+
+// Replaces `v` by a dense copy held in the returned buffer, when BLAS cannot take its layout.
+template <class T>
+std::vector<T> pack(ArrayView& v) {
+  std::vector<T> buffer(static_cast<std::size_t>(v.num_elements()));
+  const ArrayView dense = contiguous_view(buffer.data(), v.dtype, v.shape);
+  copy(v, dense);
+  v = dense;
+  return buffer;
+}
+
+template <class T>
+void floating_gemm(ArrayView a, ArrayView b, const ArrayView& c) {
+  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  std::vector<T> a_buffer, b_buffer;
+  BlasOperand da = describe(a), db = describe(b);
+  if (!da.usable) {
+    a_buffer = pack<T>(a);
+    da = describe(a);
+  }
+  if (!db.usable) {
+    b_buffer = pack<T>(b);
+    db = describe(b);
+  }
+  configure_blas_threads();
+  const T* pa = a.typed<const T>();
+  const T* pb = b.typed<const T>();
+  T* pc = c.typed<T>();
+  const std::int64_t ldc = m == 1 ? std::max<std::int64_t>(n, 1) : c.strides[0];
+  // Row r of a starts at r * (its row stride), transposed or not.
+  const std::int64_t a_row = da.transposed ? 1 : da.leading;
+  parallel_blocks(m, rows_per_block(m, n, k), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
+    blas_gemm<T>(da.transposed, db.transposed, r1 - r0, n, k, pa + r0 * a_row, da.leading, pb,
+                 db.leading, pc + r0 * ldc, ldc);
+  });
+}
+
+template <class T>
+void integer_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c) {
+  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  const T* pa = a.typed<const T>();
+  const T* pb = b.typed<const T>();
+  T* pc = c.typed<T>();
+  const auto& sa = a.strides;
+  const auto& sb = b.strides;
+  const auto& sc = c.strides;
+  parallel_blocks(m, std::max<std::int64_t>(1, (64 * 1024) / std::max<std::int64_t>(1, n * k)),
+                  [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
+                    for (std::int64_t i = r0; i < r1; ++i) {
+                      T* row = pc + i * sc[0];
+                      for (std::int64_t j = 0; j < n; ++j) row[j * sc[1]] = T(0);
+                      for (std::int64_t p = 0; p < k; ++p) {
+                        const T av = pa[i * sa[0] + p * sa[1]];
+                        for (std::int64_t j = 0; j < n; ++j) {
+                          row[j * sc[1]] = functors::wrapping_add(
+                              row[j * sc[1]],
+                              functors::wrapping_mul(av, pb[p * sb[0] + j * sb[1]]));
+                        }
+                      }
+                    }
+                  });
+}
+
+}  // namespace
+
+void configure_blas_threads() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c) {
+  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape[1] != b.shape[0] ||
+      c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1]) {
+    throw Error("tandem: gemm: shapes " + a.shape.to_string() + " x " + b.shape.to_string() +
+                " -> " + c.shape.to_string() + " do not form a matrix product");
+  }
+  if (c.num_elements() == 0) return;
+  if (a.shape[1] == 0) {
+    fill(c, 0.0);
+    return;
+  }
+  dispatch_dtype(c.dtype, [&]<class T>(T) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (c.shape[1] != 1 && c.strides[1] != 1) {
+        throw Error("tandem: gemm: the output must have unit stride along its rows");
+      }
+      floating_gemm<T>(a, b, c);
+    } else {
+      integer_gemm<T>(a, b, c);
+    }
+  });
+}
+
+}  // namespace tandem::ops::cpu

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tandem needs to build and test, skipping those already installed.
+#
+#   bash scripts/setup.sh           # build + test dependencies
+#   bash scripts/setup.sh --bench   # the same, plus StarPU (a benchmark peer) and python3
+#
+# Idempotent: each package is checked with `dpkg -s`; `apt-get update` and `apt-get install` run
+# only when something is missing. Needs root (or sudo) only in that case. The CUDA toolkit is not
+# a Debian package here: CMake uses /usr/local/cuda when it exists (docs/building.md).
+set -euo pipefail
+
+SCRIPT_NAME=setup.sh
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libtbb-dev libspdlog-dev doctest-dev libopenblas-dev librandom123-dev nlohmann-json3-dev
+)
+# python3: bench/report.py turns the results into the tables of docs/benchmarks.md.
+bench_packages=(libstarpu-dev starpu-tools python3)
+
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=("${bench_packages[@]}") ;;
+    -h | --help)
+      sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      exit 0
+      ;;
+    *) die "unknown argument '${arg}' (expected --bench or --help)" ;;
+  esac
+done
+
+is_installed() {
+  # `dpkg -s` also succeeds for removed packages that left config files: check the status line.
+  dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
+}
+
+command -v dpkg >/dev/null || die "dpkg not found: this script expects Debian 12 (or a derivative)"
+
+missing=()
+for package in "${packages[@]}"; do
+  is_installed "$package" || missing+=("$package")
+done
+
+if ((${#missing[@]} == 0)); then
+  log "all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+log "missing packages: ${missing[*]}"
+command -v apt-get >/dev/null || die "apt-get not found; install these packages by hand: ${missing[*]}"
+sudo=()
+if ((EUID != 0)); then
+  command -v sudo >/dev/null ||
+    die "not root and no sudo; run as root: apt-get update && apt-get install -y ${missing[*]}"
+  sudo=(sudo)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+
+for package in "${missing[@]}"; do
+  is_installed "$package" || die "apt-get did not install ${package}"
+done
+log "installed: ${missing[*]}"

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds tandem and runs every test. This is what CI runs (.ci/run).
+#
+#   bash scripts/test.sh                # every stage, in this order:
+#     main    RelWithDebInfo build in build/ (CUDA AUTO), ctest: every test
+#     tsan    ThreadSanitizer build in build-tsan/, ctest -R engine, TANDEM_TEST_SCALE=0.05
+#     asan    ASan+UBSan build in build-asan/, ctest: every test, TANDEM_TEST_SCALE=0.05
+#     embed   cmake --install build/ into a temporary prefix, then build and run examples/embed
+#             against the installed package
+#     demo    run the demo programs of build/ in their short --quick form
+#   bash scripts/test.sh tsan asan      # only the stages named (setup always runs first)
+#
+# Stops at the first failure, naming the stage; prints one summary line per stage at the end.
+# Environment: TANDEM_BUILD_DIR (default build; the sanitizer builds go to <dir>-tsan and
+# <dir>-asan), TANDEM_JOBS (default 2). See docs/building.md.
+set -euo pipefail
+
+SCRIPT_NAME=test.sh
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$TANDEM_ROOT"
+
+BUILD_DIR="${TANDEM_BUILD_DIR:-build}"
+TSAN_DIR="${BUILD_DIR}-tsan"
+ASAN_DIR="${BUILD_DIR}-asan"
+# The sanitizer runs scale the stress tests down: sanitized code runs 5-20x slower.
+SANITIZER_TEST_SCALE=0.05
+# ctest's limit per test (tests may set their own TIMEOUT property): a hang fails, it never stalls CI.
+CTEST_TIMEOUT=1200
+ALL_STAGES=(main tsan asan embed demo)
+
+stage_setup() {
+  bash "${TANDEM_ROOT}/scripts/setup.sh"
+}
+
+run_ctest() {
+  local build_dir=$1
+  shift
+  ctest --test-dir "$build_dir" --output-on-failure --no-tests=error --timeout "$CTEST_TIMEOUT" "$@"
+}
+
+configure_main() {
+  cmake_configure "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_CUDA=AUTO \
+    -DTANDEM_SANITIZE= -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=ON
+}
+
+stage_main() {
+  configure_main
+  cmake_build "$BUILD_DIR"
+  run_ctest "$BUILD_DIR"
+}
+
+# ThreadSanitizer needs its shadow memory at fixed addresses. With gcc 12's TSan and the high
+# mmap ASLR entropy of newer kernels (vm.mmap_rnd_bits = 32), a binary can be mapped where TSan
+# expects shadow memory, and it dies with "FATAL: ThreadSanitizer: unexpected memory mapping".
+# A tiny probe tells whether that happens here; if so the TSan tests run with ASLR off for their
+# process tree (`setarch <arch> -R`, inherited through ctest's fork/exec). Sets TSAN_LAUNCHER.
+TSAN_LAUNCHER=()
+choose_tsan_launcher() {
+  local probe_dir
+  probe_dir="$(mktemp -d)"
+  printf '%s\n' '#include <thread>' 'int shared = 0;' \
+    'int main() { std::thread t([] { shared = 1; }); t.join(); return shared == 1 ? 0 : 1; }' \
+    >"${probe_dir}/probe.cc"
+  "${CXX:-c++}" -std=c++20 -fsanitize=thread -O1 "${probe_dir}/probe.cc" -o "${probe_dir}/probe"
+  local i ok=1
+  for i in 1 2 3 4 5; do
+    if ! "${probe_dir}/probe" >"${probe_dir}/out.txt" 2>&1; then
+      ok=0
+      log "TSan probe run ${i} failed: $(head -c 300 "${probe_dir}/out.txt")"
+      break
+    fi
+  done
+  if ((ok)); then
+    log "TSan runs fine with ASLR on (vm.mmap_rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo '?'))"
+    rm -rf "$probe_dir"
+    return 0
+  fi
+  local arch
+  arch="$(uname -m)"
+  if ! setarch "$arch" -R "${probe_dir}/probe" >"${probe_dir}/out.txt" 2>&1; then
+    cat "${probe_dir}/out.txt" >&2
+    rm -rf "$probe_dir"
+    die "ThreadSanitizer binaries do not run here, with or without ASLR (setarch ${arch} -R)"
+  fi
+  log "TSan crashes with ASLR on (high mmap entropy); running the TSan tests under 'setarch ${arch} -R'"
+  TSAN_LAUNCHER=(setarch "$arch" -R)
+  rm -rf "$probe_dir"
+}
+
+stage_tsan() {
+  cmake_configure "$TSAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=thread \
+    -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
+  cmake_build "$TSAN_DIR"
+  choose_tsan_launcher
+  # TSAN_OPTIONS (the suppressions for the uninstrumented libtbb, tests/engine/tsan.supp) is
+  # set per test by tests/engine/CMakeLists.txt, so a by-hand ctest run gets it too.
+  TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" \
+    "${TSAN_LAUNCHER[@]}" ctest --test-dir "$TSAN_DIR" --output-on-failure --no-tests=error \
+    --timeout "$CTEST_TIMEOUT" -R engine
+}
+
+stage_asan() {
+  cmake_configure "$ASAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=address \
+    -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
+  cmake_build "$ASAN_DIR"
+  TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" \
+    ASAN_OPTIONS=detect_leaks=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest "$ASAN_DIR"
+}
+
+# Installs build/ into a fresh prefix and builds examples/embed against it the way a user would:
+# only CMAKE_PREFIX_PATH points at tandem, and the example has no access to the source tree.
+stage_embed() {
+  if [[ ! -f "${BUILD_DIR}/CMakeCache.txt" ]]; then
+    configure_main
+  fi
+  cmake_build "$BUILD_DIR"
+  local work prefix
+  work="$(mktemp -d "${TMPDIR:-/tmp}/tandem-embed.XXXXXX")"
+  prefix="${work}/prefix"
+  cmake --install "$BUILD_DIR" --prefix "$prefix"
+  local file
+  for file in include/tandem/engine.h lib/cmake/tandem/tandemConfig.cmake \
+    lib/cmake/tandem/tandemConfigVersion.cmake lib/cmake/tandem/tandemTargets.cmake; do
+    [[ -f "${prefix}/${file}" ]] || die "cmake --install did not install ${file}"
+  done
+  # A copy of the example outside the repository: it must build from the installed files alone.
+  cp -r "${TANDEM_ROOT}/examples/embed" "${work}/embed"
+  cmake -S "${work}/embed" -B "${work}/embed-build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  cmake --build "${work}/embed-build" --parallel "$TANDEM_JOBS"
+  "${work}/embed-build/embed"
+  check_all_exported_targets "$work" "$prefix"
+  rm -rf "$work"
+}
+
+# Links one program against every target the package exports (tandem::engine, and the layers
+# above it when they are installed): the imported targets' link interfaces must resolve, e.g.
+# a static library's private dependencies need a find_dependency in tandemConfig.cmake.
+check_all_exported_targets() {
+  local work=$1 prefix=$2
+  mkdir -p "${work}/all-targets"
+  cat >"${work}/all-targets/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(all_targets LANGUAGES CXX)
+find_package(tandem REQUIRED)
+get_directory_property(imported IMPORTED_TARGETS)
+list(FILTER imported INCLUDE REGEX "^tandem::")
+message(STATUS "tandem's exported targets: ${imported}")
+add_executable(all_targets main.cc)
+target_link_libraries(all_targets PRIVATE ${imported})
+CMAKE
+  printf '%s\n' '#include <tandem/engine.h>' \
+    'int main() { tandem::Engine::get().wait_all(); return 0; }' >"${work}/all-targets/main.cc"
+  cmake -S "${work}/all-targets" -B "${work}/all-targets-build" -G Ninja \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  cmake --build "${work}/all-targets-build"
+  "${work}/all-targets-build/all_targets"
+  log "every exported target links from the installed package"
+}
+
+stage_demo() {
+  if [[ ! -f "${BUILD_DIR}/CMakeCache.txt" ]]; then
+    configure_main
+  fi
+  cmake_build "$BUILD_DIR"
+  local program path ran=0
+  for program in "${DEMO_PROGRAMS[@]}"; do
+    path="${BUILD_DIR}/examples/${program}/${program}"
+    if [[ ! -x "$path" ]]; then
+      log "skipping ${program}: ${path} was not built"
+      continue
+    fi
+    log "running ${path} --quick"
+    "$path" --quick
+    ran=$((ran + 1))
+  done
+  ((ran > 0)) || die "no demo program was built (looked for: ${DEMO_PROGRAMS[*]})"
+}
+
+stages=("$@")
+if ((${#stages[@]} == 0)); then
+  stages=("${ALL_STAGES[@]}")
+fi
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    main | tsan | asan | embed | demo) ;;
+    -h | --help)
+      sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      exit 0
+      ;;
+    *) die "unknown stage '${stage}' (stages: ${ALL_STAGES[*]})" ;;
+  esac
+done
+
+declare -A stage_titles=(
+  [main]="main: build/ + ctest"
+  [tsan]="tsan: ${TSAN_DIR}/ + ctest -R engine"
+  [asan]="asan+ubsan: ${ASAN_DIR}/ + ctest"
+  [embed]="embed: install + examples/embed"
+  [demo]="demo: examples --quick"
+)
+stage_titles[main]="main: ${BUILD_DIR}/ + ctest"
+
+begin_stages
+run_stage "setup: apt packages" stage_setup
+for stage in "${stages[@]}"; do
+  run_stage "${stage_titles[$stage]}" "stage_${stage}"
+done
+finish_stages
