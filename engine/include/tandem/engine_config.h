@@ -15,6 +15,26 @@ enum class EngineKind {
 
 const char* engine_kind_name(EngineKind kind);
 
+// The accelerators (process-wide, see tandem/accel/accelerator.h) and how the engine drives them.
+struct AcceleratorConfig {
+  // How many sim devices exist (sim(0) .. sim(n-1)).
+  int sim_devices = 2;
+  // Compute streams per accelerator (cuda and sim).
+  int compute_streams = 2;
+  // The sim cost model: an item on a sim stream lasts
+  //   latency + max(flops / compute rate, bytes / bandwidth)
+  // where bandwidth is the memory bandwidth on compute streams and the bus bandwidth on copy
+  // streams, or as long as its CPU body really takes when that is longer.
+  double sim_gflops = 1000.0;           // compute rate, GFLOP/s
+  double sim_memory_gbps = 500.0;       // device memory bandwidth, GB/s
+  double sim_bus_gbps = 12.0;           // host<->device and peer bus, GB/s per direction
+  double sim_latency_us = 5.0;          // per item (launch or copy setup)
+  std::size_t sim_memory_mb = 4096;     // modelled device memory; past it allocation fails
+  // Debug/benchmark mode: every accelerator op synchronizes its stream before it completes,
+  // instead of completing at launch with event fences on its vars.
+  bool synchronize_each_op = false;
+};
+
 struct EngineConfig {
   EngineKind kind = EngineKind::threaded;
   // Threads of the CPU worker pool (a oneTBB arena). 0: one per hardware thread.
@@ -31,6 +51,7 @@ struct EngineConfig {
   // Profile the process-wide engine from its creation and write a Chrome/Perfetto trace here
   // when it is destroyed (at exit). Empty: off.
   std::string profile_path{};
+  AcceleratorConfig accel{};
   // spdlog level name: trace, debug, info, warn, error, critical, off.
   std::string log_level = "warn";
 

@@ -16,6 +16,8 @@
 
 namespace tandem {
 
+class Stream;
+
 namespace detail {
 struct OpRecord;
 }
@@ -53,6 +55,9 @@ class RunContext {
   // Index of the worker lane running the op (CPU pool worker, priority lane, or stream);
   // -1 when it runs inline in the pushing or waiting thread.
   int worker() const { return worker_; }
+  // The stream an accelerator op enqueues its work on (its queue on its device, picked by the
+  // engine); nullptr for CPU ops.
+  Stream* stream() const;
   // Only for ops pushed with `async_completion`; call at most once.
   Completion take_completion();
 

@@ -1,0 +1,56 @@
+// Accelerator: one `cuda(i)` or `sim(i)` device: its streams, its memory and its model.
+//
+//   tandem::Accelerator& gpu = tandem::accelerator(tandem::sim(0));
+//   tandem::Stream& h2d = gpu.stream(tandem::Queue::copy_h2d);
+//
+// Accelerators are process-wide (like CUDA devices) and live until exit; engines create their
+// accelerator workers on them lazily. Per device: `compute_streams()` compute streams, one
+// stream per copy direction (copy_h2d, copy_d2h), one peer-copy stream (copy_d2d) and one
+// `comm` stream.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "tandem/accel/memory_pool.h"
+#include "tandem/accel/stream.h"
+#include "tandem/device.h"
+#include "tandem/engine_config.h"
+
+namespace tandem {
+
+class Accelerator {
+ public:
+  virtual ~Accelerator() = default;
+
+  virtual Device device() const = 0;
+  // "sim(0): modelled accelerator, 4 TFLOP/s, 16 GB/s bus" / "gpu(0): NVIDIA H100 80GB HBM3".
+  virtual std::string description() const = 0;
+  virtual int compute_streams() const = 0;
+  // The stream of `queue`; `index` picks among compute streams (taken modulo their count).
+  virtual Stream& stream(Queue queue, int index = 0) = 0;
+
+  // Caching pools: device memory (the block a kernel reads and writes) and pinned host memory
+  // (the staging buffers of async copies). Blocks go back with `pool.free(...)`.
+  virtual MemoryPool& device_pool() = 0;
+  virtual MemoryPool& pinned_pool() = 0;
+
+  // Bytes of device memory (sim: the modelled capacity).
+  virtual std::size_t memory_capacity() const = 0;
+  // Blocks until all work on all its streams has finished; throws the first error.
+  virtual void synchronize() = 0;
+};
+
+// How many devices of `kind` exist: 1 for cpu; the CUDA runtime's count for cuda (0 when the
+// build has no CUDA or the machine no GPU or driver: cudaGetDeviceCount's error is logged once
+// and counts as 0); `AcceleratorConfig::sim_devices` for sim.
+int accelerator_count(DeviceKind kind);
+// The accelerator behind `device`, created on first use. Throws tandem::Error naming the device
+// and the count when it does not exist (or is the cpu).
+Accelerator& accelerator(Device device);
+// Sets the configuration the accelerators are created with. Must come before the first call to
+// accelerator(); by default they use EngineConfig::from_env().accel. Throws tandem::Error if an
+// accelerator already exists.
+void configure_accelerators(const AcceleratorConfig& config);
+
+}  // namespace tandem
