@@ -6,8 +6,11 @@
 #   bash scripts/demo.sh            # the full demos
 #   bash scripts/demo.sh --quick    # shorter runs (arguments are passed to every demo)
 #
-# Environment: TANDEM_BUILD_DIR (default build), TANDEM_JOBS (default 2), and the engine's
-# TANDEM_* settings (docs/environment.md), which the demos honour.
+# Each demo runs with TANDEM_PROFILE set: its trace, summary tables and timeline picture land in
+# out/traces/<demo>.{json,summary.txt,svg} (docs/measuring-overlap.md).
+#
+# Environment: TANDEM_BUILD_DIR (default build), TANDEM_TRACE_DIR (default out/traces),
+# TANDEM_JOBS (default 2), and the engine's TANDEM_* settings (docs/environment.md).
 set -euo pipefail
 
 SCRIPT_NAME=demo.sh
@@ -32,12 +35,12 @@ for program in "${DEMO_PROGRAMS[@]}"; do
   fi
 done
 ((${#targets[@]} > 0)) || die "none of the demo targets exists (looked for: ${DEMO_PROGRAMS[*]})"
-cmake --build "$BUILD_DIR" --parallel "$TANDEM_JOBS" --target "${targets[@]}"
+cmake --build "$BUILD_DIR" --parallel "$TANDEM_JOBS" --target "${targets[@]}" tandem_trace
 
+# Every demo runs with the profiler on (TANDEM_PROFILE) and leaves its trace, its summary and
+# its timeline picture in $TRACE_DIR (docs/measuring-overlap.md explains how to read them).
+TRACE_DIR="${TANDEM_TRACE_DIR:-out/traces}"
 for program in "${targets[@]}"; do
-  path="${BUILD_DIR}/examples/${program}/${program}"
-  [[ -x "$path" ]] || die "${program} was built, but not at ${path}"
   printf '\n'
-  log "running ${path} $*"
-  "$path" "$@"
+  run_demo_program "$BUILD_DIR" "$program" "$TRACE_DIR" "$@"
 done

@@ -18,6 +18,29 @@ TANDEM_JOBS="${TANDEM_JOBS:-2}"
 # shellcheck disable=SC2034  # used by the scripts that source this file
 DEMO_PROGRAMS=(engine_demo async_demo)
 
+# Runs build/examples/PROGRAM/PROGRAM with the profiler on and leaves its trace (PROGRAM.json),
+# the trace's summary tables (PROGRAM.summary.txt) and timeline picture (PROGRAM.svg) in
+# TRACE_DIR. Fails when the program fails or writes no trace.
+#   run_demo_program BUILD_DIR PROGRAM TRACE_DIR [ARGS...]
+run_demo_program() {
+  local build_dir=$1 program=$2 trace_dir=$3
+  shift 3
+  local path="${build_dir}/examples/${program}/${program}"
+  local trace="${trace_dir}/${program}.json"
+  local trace_tool="${build_dir}/engine/tandem-trace"
+  [[ -x "$path" ]] || die "${program} was built, but not at ${path}"
+  [[ -x "$trace_tool" ]] || die "tandem-trace was not built at ${trace_tool}"
+  mkdir -p "$trace_dir"
+  rm -f "$trace"
+  log "running ${path} $*  (TANDEM_PROFILE=${trace})"
+  TANDEM_PROFILE="$trace" "$path" "$@"
+  [[ -s "$trace" ]] || die "${program} did not write its trace ${trace}"
+  "$trace_tool" summary "$trace" >"${trace_dir}/${program}.summary.txt"
+  "$trace_tool" timeline "$trace" "${trace_dir}/${program}.svg"
+  log "${program}: trace ${trace}, summary ${trace_dir}/${program}.summary.txt," \
+    "timeline ${trace_dir}/${program}.svg"
+}
+
 log() {
   printf '[%s %s] %s\n' "${SCRIPT_NAME:-tandem}" "$(date +%H:%M:%S)" "$*"
 }

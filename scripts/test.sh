@@ -166,15 +166,13 @@ stage_demo() {
     configure_main
   fi
   cmake_build "$BUILD_DIR"
-  local program path ran=0
+  local program ran=0
   for program in "${DEMO_PROGRAMS[@]}"; do
-    path="${BUILD_DIR}/examples/${program}/${program}"
-    if [[ ! -x "$path" ]]; then
-      log "skipping ${program}: ${path} was not built"
+    if [[ ! -x "${BUILD_DIR}/examples/${program}/${program}" ]]; then
+      log "skipping ${program}: it was not built"
       continue
     fi
-    log "running ${path} --quick"
-    "$path" --quick
+    run_demo_program "$BUILD_DIR" "$program" "${BUILD_DIR}/demo-traces" --quick
     ran=$((ran + 1))
   done
   ((ran > 0)) || die "no demo program was built (looked for: ${DEMO_PROGRAMS[*]})"

@@ -16,6 +16,7 @@
 // The engine's TANDEM_* settings (docs/environment.md) apply, except TANDEM_ENGINE: the demo
 // runs both kinds.
 #include <tandem/engine.h>
+#include <tandem/profiler.h>
 
 #include <time.h>
 
@@ -250,6 +251,20 @@ int run_demo(bool quick) {
       overlapped.wall_ms, copy_ms, kBatches, op_ms, copy_ms + kBatches * op_ms,
       serial.wall_ms / overlapped.wall_ms, 100 * overlap_efficiency(overlapped));
   print_timeline(overlapped);
+
+  // TANDEM_PROFILE=path: one more run of each part on each engine, recorded for the trace (the
+  // naive engine's ops show on the "inline" lane, the threaded engine's on its workers).
+  if (!config.profile_path.empty()) {
+    tandem::profiler::start();
+    run_independent(*naive, kIndependentOps, op_ms);
+    run_independent(*threaded, kIndependentOps, op_ms);
+    run_overlap(*naive, kBatches, copy_ms, op_ms);
+    run_overlap(*threaded, kBatches, copy_ms, op_ms);
+    tandem::profiler::stop();
+    tandem::profiler::dump(config.profile_path);
+    std::printf("   trace of one run of each part on each engine: %s\n",
+                config.profile_path.c_str());
+  }
 
   // Both engines must compute the same thing: the engine changes when ops run, never the result.
   const long long expected = static_cast<long long>(kBatches) * (kBatches - 1) / 2;
