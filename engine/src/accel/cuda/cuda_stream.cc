@@ -1,0 +1,241 @@
+#include "cuda_stream.h"
+
+#include <set>
+#include <utility>
+
+#include "cuda_check.h"
+#include "tandem/errors.h"
+
+namespace tandem::detail {
+
+namespace {
+
+std::string stream_name(int device, Queue queue, int index) {
+  std::string name = to_string(tandem::cuda(device)) + " ";
+  switch (queue) {
+    case Queue::compute:
+      return name + "compute " + std::to_string(index);
+    case Queue::copy_h2d:
+      return name + "h2d";
+    case Queue::copy_d2h:
+      return name + "d2h";
+    case Queue::copy_d2d:
+      return name + "peer";
+    case Queue::comm:
+      return name + "comm";
+  }
+  return name + queue_name(queue);
+}
+
+// A host item in flight: the work, the segment it belongs to (to skip it after an upstream
+// failure and to fail the next event if it throws) and the stream's unreported error.
+struct HostItem {
+  std::function<void()> work;
+  std::shared_ptr<StreamSegment> segment;
+  std::size_t upstream_before = 0;
+  std::shared_ptr<FirstError> unreported;
+};
+
+// Runs on a thread of the CUDA runtime, in stream order. It must not call CUDA (the runtime
+// may deadlock or answer cudaErrorNotPermitted; cudaLaunchHostFunc documentation), so errors are
+// only recorded here, never reported through CUDA.
+void run_host_item(void* data) noexcept {
+  std::unique_ptr<HostItem> item(static_cast<HostItem*>(data));
+  if (item->segment->error_before(item->upstream_before)) return;  // skipped: upstream failed
+  try {
+    item->work();
+  } catch (...) {
+    std::exception_ptr error = std::current_exception();
+    item->segment->fail(error);
+    item->unreported->set(error);
+  }
+}
+
+// Peer access between two devices makes cudaMemcpyPeerAsync a direct copy over NVLink/PCIe
+// instead of one staged through host memory. Enabled once per ordered pair, when possible.
+void enable_peer_access(int from, int to) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> done;
+  std::lock_guard lock(mutex);
+  if (!done.insert({from, to}).second) return;
+  int possible = 0;
+  TANDEM_CUDA_CHECK(cudaDeviceCanAccessPeer(&possible, from, to), from);
+  if (!possible) return;
+  DeviceGuard guard(from);
+  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    (void)cudaGetLastError();
+    return;
+  }
+  TANDEM_CUDA_CHECK(status, from);
+}
+
+// The device that owns `pointer`, or -1 for host memory (pinned, pageable or managed).
+int owning_device(const void* pointer, int device) {
+  cudaPointerAttributes attributes{};
+  TANDEM_CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer), device);
+  return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
+}
+
+// cuBLAS documentation (cublasSetWorkspace): 32 MiB recommended on Hopper, 4 MiB before.
+std::size_t cublas_workspace_bytes(int device) {
+  int major = 0;
+  TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                    device);
+  return major >= 9 ? std::size_t{32} << 20 : std::size_t{4} << 20;
+}
+
+}  // namespace
+
+CudaStream::CudaStream(int device, Queue queue, int index, std::shared_ptr<EventPool> events,
+                       std::shared_ptr<DeviceClock> clock)
+    : device_(device),
+      queue_(queue),
+      index_(index),
+      name_(stream_name(device, queue, index)),
+      events_(std::move(events)),
+      clock_(std::move(clock)) {
+  DeviceGuard guard(device_);
+  // Non-blocking: no implicit synchronization with the legacy default stream, so work that
+  // some library puts there does not serialize tandem's streams.
+  TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), device_);
+}
+
+CudaStream::~CudaStream() {
+  // Also runs at exit, possibly while the runtime unloads: failures are dropped quietly.
+  auto quiet = [](bool failed) {
+    if (failed) (void)cudaGetLastError();
+  };
+  if (cublas_ != nullptr) quiet(cublasDestroy(cublas_) != CUBLAS_STATUS_SUCCESS);
+  if (cublas_workspace_ != nullptr) quiet(cudaFree(cublas_workspace_) != cudaSuccess);
+  if (stream_ != nullptr) quiet(cudaStreamDestroy(stream_) != cudaSuccess);
+}
+
+Device CudaStream::device() const {
+  return tandem::cuda(device_);
+}
+
+StreamSegment& CudaStream::open_segment() {
+  if (!segment_) segment_ = std::make_shared<StreamSegment>();
+  return *segment_;
+}
+
+void CudaStream::wait(const EventRef& event) {
+  if (!event) return;
+  auto* cuda_event = dynamic_cast<CudaEvent*>(event.get());
+  if (cuda_event == nullptr) {
+    throw Error("tandem: " + name_ + " cannot wait on an event of " + to_string(event->device()) +
+                ": a gpu stream waits only on gpu events (synchronize on the event instead)");
+  }
+  if (cuda_event->origin() == this) return;  // stream order already covers it
+  if (event->query()) {
+    // Complete: no device-side wait needed; a failure still flows downstream.
+    if (std::exception_ptr failure = event->error()) {
+      std::lock_guard lock(mutex_);
+      open_segment().fail(failure);
+    }
+    return;
+  }
+  DeviceGuard guard(device_);
+  // The wait uses the event's most recent record at this call (CUDA runtime documentation,
+  // cudaStreamWaitEvent); the event may belong to another device.
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, cuda_event->handle(), 0), device_);
+  if (cuda_event->segment()) {
+    std::lock_guard lock(mutex_);
+    open_segment().add_upstream(cuda_event->segment());
+  }
+}
+
+EventRef CudaStream::record(bool timing) {
+  // The reference is taken (and completed) before the event is recorded, so elapsed times
+  // from it are never negative.
+  std::shared_ptr<const TimingReference> reference = timing ? clock_->reference() : nullptr;
+  const cudaEvent_t handle = events_->acquire(timing);
+  std::lock_guard lock(mutex_);
+  try {
+    DeviceGuard guard(device_);
+    TANDEM_CUDA_CHECK(cudaEventRecord(handle, stream_), device_);
+  } catch (...) {
+    events_->release(handle, timing);
+    throw;
+  }
+  auto event = std::make_shared<CudaEvent>(device_, this, events_, handle, timing,
+                                           std::move(segment_), std::move(reference));
+  segment_.reset();
+  return event;
+}
+
+void CudaStream::enqueue_host(std::function<void()> work, WorkCost) {
+  auto item = std::make_unique<HostItem>();
+  item->work = std::move(work);
+  item->unreported = unreported_;
+  std::lock_guard lock(mutex_);
+  StreamSegment& segment = open_segment();
+  item->segment = segment_;
+  item->upstream_before = segment.upstream_count();
+  DeviceGuard guard(device_);
+  TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, &run_host_item, item.get()), device_);
+  // From here the runtime owns the item: run_host_item deletes it. (If the context fails
+  // first, the runtime never calls it and the item is lost with the context.)
+  item.release();
+}
+
+void CudaStream::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  DeviceGuard guard(device_);
+  if (queue_ == Queue::copy_d2d || queue_ == Queue::comm) {
+    const int dst_device = owning_device(dst, device_);
+    const int src_device = owning_device(src, device_);
+    if (dst_device >= 0 && src_device >= 0 && dst_device != src_device) {
+      enable_peer_access(dst_device, src_device);
+      enable_peer_access(src_device, dst_device);
+      TANDEM_CUDA_CHECK(
+          cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream_), device_);
+      return;
+    }
+  }
+  // With unified virtual addressing the runtime infers the direction from the pointers.
+  TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), device_);
+}
+
+void CudaStream::synchronize() {
+  EventRef event = record(false);
+  try {
+    event->synchronize();  // this segment's error, or the device's
+  } catch (...) {
+    (void)unreported_->take();  // reported now (or superseded by a device error)
+    throw;
+  }
+  // A host item of an earlier segment that failed since the last synchronize().
+  if (std::exception_ptr earlier = unreported_->take()) std::rethrow_exception(earlier);
+}
+
+cublasHandle_t CudaStream::cublas() {
+  if (queue_ != Queue::compute) {
+    throw Error("tandem: " + name_ + " has no cuBLAS handle: only compute streams have one");
+  }
+  // call_once leaves the flag unset when the initializer throws, so a later call retries.
+  std::call_once(cublas_once_, [this] {
+    DeviceGuard guard(device_);
+    cublasHandle_t handle = nullptr;
+    TANDEM_CUBLAS_CHECK(cublasCreate(&handle), device_);
+    void* workspace = nullptr;
+    try {
+      const std::size_t bytes = cublas_workspace_bytes(device_);
+      // cublasSetStream resets the workspace to cuBLAS's default pool (cuBLAS documentation,
+      // cublasSetStream), so the workspace is set after it.
+      TANDEM_CUBLAS_CHECK(cublasSetStream(handle, stream_), device_);
+      TANDEM_CUDA_CHECK(cudaMalloc(&workspace, bytes), device_);
+      TANDEM_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, bytes), device_);
+    } catch (...) {
+      cublasDestroy(handle);
+      if (workspace != nullptr) cudaFree(workspace);
+      throw;
+    }
+    cublas_ = handle;
+    cublas_workspace_ = workspace;
+  });
+  return cublas_;
+}
+
+}  // namespace tandem::detail
