@@ -1,0 +1,183 @@
+// Element-wise kernels on a gpu(i): the functors of tandem/ops/functors.h (the CPU's own) in a
+// grid-stride loop, a dense fast path when every operand is one gap-free run, else strided
+// addressing through StridedIndexer (stride 0 for broadcast dimensions).
+#include <type_traits>
+
+#include "../src/cpu/functor_dispatch.h"  // op tag -> functor, shared with the CPU kernels
+#include "launch.cuh"
+#include "tandem/ops/convert.h"
+#include "tandem/ops/cuda/elementwise.h"
+
+namespace tandem::ops::cuda {
+
+namespace {
+
+// Integer types instantiate only the ops defined on them (as on the CPU).
+template <class T, class F>
+constexpr bool supported() {
+  return std::is_floating_point_v<T> ||
+         !(std::is_same_v<F, functors::Exp> || std::is_same_v<F, functors::Log> ||
+           std::is_same_v<F, functors::Sqrt> || std::is_same_v<F, functors::Sigmoid> ||
+           std::is_same_v<F, functors::Tanh> || std::is_same_v<F, functors::Power>);
+}
+
+[[noreturn]] void unsupported(const char* op, DType dtype) {
+  throw Error(std::string("tandem: ") + op + " is not defined for " + dtype_name(dtype) +
+              " arrays (floating types only)");
+}
+
+template <class T, class F>
+__global__ void unary_dense_kernel(F f, const T* in, T* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{blockDim.x} * gridDim.x) {
+    out[i] = f(in[i]);
+  }
+}
+
+template <class T, class F>
+__global__ void unary_strided_kernel(F f, const T* in, T* out, StridedIndexer<2> indexer,
+                                     std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{blockDim.x} * gridDim.x) {
+    std::int64_t off[2];
+    indexer.offsets(i, off);
+    out[off[1]] = f(in[off[0]]);
+  }
+}
+
+template <class T, class F>
+__global__ void binary_dense_kernel(F f, const T* a, const T* b, T* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{blockDim.x} * gridDim.x) {
+    out[i] = f(a[i], b[i]);
+  }
+}
+
+template <class T, class F>
+__global__ void binary_strided_kernel(F f, const T* a, const T* b, T* out,
+                                      StridedIndexer<3> indexer, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{blockDim.x} * gridDim.x) {
+    std::int64_t off[3];
+    indexer.offsets(i, off);
+    out[off[2]] = f(a[off[0]], b[off[1]]);
+  }
+}
+
+// op(a, scalar) or op(scalar, a): the scalar travels by value, not through device memory.
+template <class T, class F, bool kScalarFirst>
+__global__ void binary_scalar_kernel(F f, const T* a, T scalar, T* out, StridedIndexer<2> indexer,
+                                     std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{blockDim.x} * gridDim.x) {
+    std::int64_t off[2];
+    indexer.offsets(i, off);
+    out[off[1]] = kScalarFirst ? f(scalar, a[off[0]]) : f(a[off[0]], scalar);
+  }
+}
+
+}  // namespace
+
+void unary(UnaryOp op, const ArrayView& in, const ArrayView& out, tandem::Stream& stream) {
+  const std::int64_t n = out.num_elements();
+  dispatch_dtype(out.dtype, [&]<class T>(T) {
+    cpu::dispatch_unary(op, [&]<class F>(F f) {
+      if constexpr (supported<T, F>()) {
+        if (n == 0) return;
+        Launch launch(stream, op_name(op));
+        const auto indexer = make_indexer<2>(out.shape, {&in.strides, &out.strides});
+        if (indexer.dense()) {
+          unary_dense_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+              f, in.typed<const T>(), out.typed<T>(), n);
+        } else {
+          unary_strided_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+              f, in.typed<const T>(), out.typed<T>(), indexer, n);
+        }
+        launch.launched();
+      } else {
+        unsupported(op_name(op), out.dtype);
+      }
+    });
+  });
+}
+
+void binary(BinaryOp op, const ArrayView& a, const ArrayView& b, const ArrayView& out,
+            tandem::Stream& stream) {
+  const std::int64_t n = out.num_elements();
+  dispatch_dtype(out.dtype, [&]<class T>(T) {
+    cpu::dispatch_binary(op, [&]<class F>(F f) {
+      if constexpr (supported<T, F>()) {
+        if (n == 0) return;
+        Launch launch(stream, op_name(op));
+        const auto indexer = make_indexer<3>(out.shape, {&a.strides, &b.strides, &out.strides});
+        if (indexer.dense()) {
+          binary_dense_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+              f, a.typed<const T>(), b.typed<const T>(), out.typed<T>(), n);
+        } else {
+          binary_strided_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+              f, a.typed<const T>(), b.typed<const T>(), out.typed<T>(), indexer, n);
+        }
+        launch.launched();
+      } else {
+        unsupported(op_name(op), out.dtype);
+      }
+    });
+  });
+}
+
+void binary_scalar(BinaryOp op, const ArrayView& a, double scalar, bool scalar_first,
+                   const ArrayView& out, tandem::Stream& stream) {
+  const std::int64_t n = out.num_elements();
+  dispatch_dtype(out.dtype, [&]<class T>(T) {
+    cpu::dispatch_binary(op, [&]<class F>(F f) {
+      if constexpr (supported<T, F>()) {
+        if (n == 0) return;
+        Launch launch(stream, op_name(op));
+        const T value = convert<T>(scalar);
+        if constexpr (std::is_integral_v<T>) {
+          // A scalar divisor is known on the host: the CPU's error, at no cost.
+          if (op == BinaryOp::divide && !scalar_first && value == T(0)) {
+            throw Error(std::string("tandem: divide: integer division by zero (") +
+                        dtype_name(out.dtype) + " divisor of shape " + out.shape.to_string() +
+                        " holds a 0)");
+          }
+        }
+        const auto indexer = make_indexer<2>(out.shape, {&a.strides, &out.strides});
+        if (scalar_first) {
+          binary_scalar_kernel<T, F, true><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+              f, a.typed<const T>(), value, out.typed<T>(), indexer, n);
+        } else {
+          binary_scalar_kernel<T, F, false><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+              f, a.typed<const T>(), value, out.typed<T>(), indexer, n);
+        }
+        launch.launched();
+      } else {
+        unsupported(op_name(op), out.dtype);
+      }
+    });
+  });
+}
+
+void unary_dense(UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n,
+                 tandem::Stream& stream) {
+  const Shape shape{n};
+  unary(op, contiguous_view(const_cast<void*>(in), dtype, shape),
+        contiguous_view(out, dtype, shape), stream);
+}
+
+void binary_dense(BinaryOp op, DType dtype, const void* a, const void* b, void* out,
+                  std::int64_t n, tandem::Stream& stream) {
+  const Shape shape{n};
+  binary(op, contiguous_view(const_cast<void*>(a), dtype, shape),
+         contiguous_view(const_cast<void*>(b), dtype, shape), contiguous_view(out, dtype, shape),
+         stream);
+}
+
+void binary_scalar_dense(BinaryOp op, DType dtype, const void* a, double scalar, bool scalar_first,
+                         void* out, std::int64_t n, tandem::Stream& stream) {
+  const Shape shape{n};
+  binary_scalar(op, contiguous_view(const_cast<void*>(a), dtype, shape), scalar, scalar_first,
+                contiguous_view(out, dtype, shape), stream);
+}
+
+}  // namespace tandem::ops::cuda

@@ -1,0 +1,147 @@
+// gemm on a gpu(i). cuBLAS is column-major; a row-major m x n matrix with row stride ld is, read
+// column-major, its n x m transpose with the same ld. So row-major c = a · b is computed as the
+// column-major product c^T = b^T · a^T: cuBLAS gets (b, a) in that order, with m and n swapped,
+// and each operand's transpose flag as its layout requires.
+#include <cublas_v2.h>
+
+#include <algorithm>
+
+#include "launch.cuh"
+#include "tandem/ops/cuda/copy.h"
+#include "tandem/ops/cuda/gemm.h"
+#include "tandem/ops/functors.h"
+
+namespace tandem::ops::cuda {
+
+namespace {
+
+// How a row-major 2-D operand is handed to cuBLAS (as in ops/src/cpu/gemm.cc): `transposed`
+// when it is stored column by column; `leading` is the stride between its rows (or columns).
+struct BlasOperand {
+  bool usable = false;
+  bool transposed = false;
+  std::int64_t leading = 0;
+};
+
+BlasOperand describe(const ArrayView& v) {
+  const std::int64_t rows = v.shape[0], cols = v.shape[1];
+  const std::int64_t s0 = rows == 1 ? std::max<std::int64_t>(cols, 1) : v.strides[0];
+  const std::int64_t s1 = cols == 1 ? 1 : v.strides[1];
+  if (s1 == 1 && s0 >= std::max<std::int64_t>(cols, 1)) return {true, false, s0};
+  const std::int64_t t0 = rows == 1 ? 1 : v.strides[0];
+  const std::int64_t t1 = cols == 1 ? std::max<std::int64_t>(rows, 1) : v.strides[1];
+  if (t0 == 1 && t1 >= std::max<std::int64_t>(rows, 1)) return {true, true, t1};
+  return {};
+}
+
+void check_cublas(cublasStatus_t status, const Launch& launch, const char* call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  (void)cudaGetLastError();
+  throw Error(std::string("tandem: gemm: ") + call + " on gpu(" +
+              std::to_string(launch.device()) + ") failed: " + cublasGetStatusString(status) +
+              " (" + cublasGetStatusName(status) + ")");
+}
+
+template <class T>
+void blas_gemm(cublasHandle_t handle, const Launch& launch, const ArrayView& a, BlasOperand da,
+               const ArrayView& b, BlasOperand db, const ArrayView& c) {
+  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  const std::int64_t ldc = m == 1 ? std::max<std::int64_t>(n, 1) : c.strides[0];
+  // Column-major: first operand b^T (n x k): as stored unless b is column-major itself.
+  const cublasOperation_t op_b = db.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = da.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const T one = 1, zero = 0;  // host pointers: the handle's default CUBLAS_POINTER_MODE_HOST
+  if constexpr (std::is_same_v<T, float>) {
+    check_cublas(cublasSgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const float>(),
+                                db.leading, a.typed<const float>(), da.leading, &zero,
+                                c.typed<float>(), ldc),
+                 launch, "cublasSgemm_64");
+  } else {
+    check_cublas(cublasDgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const double>(),
+                                db.leading, a.typed<const double>(), da.leading, &zero,
+                                c.typed<double>(), ldc),
+                 launch, "cublasDgemm_64");
+  }
+}
+
+template <class T>
+void floating_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
+                   tandem::Stream& stream) {
+  if (c.shape[1] != 1 && c.strides[1] != 1) {
+    throw Error("tandem: gemm: the output must have unit stride along its rows");
+  }
+  cublasHandle_t handle = tandem::detail::cublas_handle(stream);
+  Launch launch(stream, "gemm");
+  // Operands cuBLAS cannot describe are packed into one dense scratch block first.
+  BlasOperand da = describe(a), db = describe(b);
+  const std::size_t a_bytes = da.usable ? 0 : static_cast<std::size_t>(a.num_elements()) * sizeof(T);
+  const std::size_t b_bytes = db.usable ? 0 : static_cast<std::size_t>(b.num_elements()) * sizeof(T);
+  const std::size_t b_offset = (a_bytes + 255) / 256 * 256;
+  Scratch scratch(launch, b_offset + b_bytes);
+  ArrayView pa = a, pb = b;
+  if (!da.usable) {
+    pa = contiguous_view(scratch.as<T>(), a.dtype, a.shape);
+    copy(a, pa, stream);
+    da = describe(pa);
+  }
+  if (!db.usable) {
+    pb = contiguous_view(scratch.as<T>(b_offset), b.dtype, b.shape);
+    copy(b, pb, stream);
+    db = describe(pb);
+  }
+  blas_gemm<T>(handle, launch, pa, da, pb, db, c);
+}
+
+// One thread per element of c, adding over k in order with wrapping arithmetic: the CPU's
+// integer results exactly.
+template <class T>
+__global__ void integer_gemm_kernel(const T* a, std::int64_t sa0, std::int64_t sa1, const T* b,
+                                    std::int64_t sb0, std::int64_t sb1, T* c, std::int64_t sc0,
+                                    std::int64_t sc1, std::int64_t m, std::int64_t n,
+                                    std::int64_t k) {
+  for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < m * n;
+       e += std::int64_t{blockDim.x} * gridDim.x) {
+    const std::int64_t i = e / n, j = e % n;
+    T sum = 0;
+    for (std::int64_t p = 0; p < k; ++p) {
+      sum = functors::wrapping_add(sum, functors::wrapping_mul(a[i * sa0 + p * sa1],
+                                                               b[p * sb0 + j * sb1]));
+    }
+    c[i * sc0 + j * sc1] = sum;
+  }
+}
+
+template <class T>
+void integer_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
+                  tandem::Stream& stream) {
+  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  Launch launch(stream, "gemm");
+  integer_gemm_kernel<T><<<grid_for(m * n), kThreads, 0, launch.stream()>>>(
+      a.typed<const T>(), a.strides[0], a.strides[1], b.typed<const T>(), b.strides[0],
+      b.strides[1], c.typed<T>(), c.strides[0], c.strides[1], m, n, k);
+  launch.launched();
+}
+
+}  // namespace
+
+void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, tandem::Stream& stream) {
+  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape[1] != b.shape[0] ||
+      c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1]) {
+    throw Error("tandem: gemm: shapes " + a.shape.to_string() + " x " + b.shape.to_string() +
+                " -> " + c.shape.to_string() + " do not form a matrix product");
+  }
+  if (c.num_elements() == 0) return;
+  if (a.shape[1] == 0) {
+    fill(c, 0.0, stream);
+    return;
+  }
+  dispatch_dtype(c.dtype, [&]<class T>(T) {
+    if constexpr (std::is_floating_point_v<T>) {
+      floating_gemm<T>(a, b, c, stream);
+    } else {
+      integer_gemm<T>(a, b, c, stream);
+    }
+  });
+}
+
+}  // namespace tandem::ops::cuda

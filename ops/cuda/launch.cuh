@@ -1,0 +1,141 @@
+// What every CUDA kernel of tandem_ops shares: the device guard and launch check, grid sizes
+// for grid-stride loops, StridedIndexer (strided views walked by a flat row-major index), and
+// stream-ordered scratch memory.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "../src/cpu/strided_loop.h"  // make_layout: the dimension merging the CPU kernels use
+#include "tandem/accel/cuda.h"
+#include "tandem/accel/stream.h"
+#include "tandem/errors.h"
+#include "tandem/ops/array_view.h"
+
+namespace tandem::ops::cuda {
+
+// "tandem: <what> on gpu(0) failed: <description> (<name>)"; clears the runtime's last error.
+[[noreturn]] inline void throw_cuda_error(const char* what, int device, cudaError_t status) {
+  (void)cudaGetLastError();
+  throw Error(std::string("tandem: ") + what + " on gpu(" + std::to_string(device) +
+              ") failed: " + cudaGetErrorString(status) + " (" + cudaGetErrorName(status) + ")");
+}
+
+inline void check(cudaError_t status, const char* what, int device) {
+  if (status != cudaSuccess) throw_cuda_error(what, device, status);
+}
+
+// The launch context of one op: its stream's device is current while it lives (kernels and
+// cudaMallocAsync go to the current device), and `launched` checks a launch.
+class Launch {
+ public:
+  Launch(tandem::Stream& stream, const char* op)
+      : op_(op), device_(stream.device().id), stream_(tandem::cuda_stream(stream)) {
+    check(cudaGetDevice(&previous_), op_, device_);
+    if (previous_ != device_) {
+      check(cudaSetDevice(device_), op_, device_);
+    } else {
+      previous_ = -1;
+    }
+  }
+  ~Launch() {
+    if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  int device() const { return device_; }
+  const char* op() const { return op_; }
+  // After every <<<...>>>: a bad configuration or a missing kernel image shows up here.
+  void launched() const { check(cudaGetLastError(), op_, device_); }
+
+ private:
+  const char* op_;
+  int device_;
+  cudaStream_t stream_;
+  int previous_ = -1;
+};
+
+inline constexpr int kThreads = 256;
+
+// Blocks for a grid-stride loop over n items: enough to fill any current GPU, few enough that
+// each thread does several items of a big array.
+inline unsigned grid_for(std::int64_t n) {
+  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, 65536));
+}
+
+// N operands of one shape with their own strides, after make_layout merged what it could:
+// `offsets(i, off)` gives each operand's element offset of the i-th element in row-major order.
+template <int N>
+struct StridedIndexer {
+  int ndim = 1;
+  std::int64_t shape[kMaxDims] = {};
+  std::int64_t strides[N][kMaxDims] = {};
+
+  __host__ __device__ void offsets(std::int64_t linear, std::int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d > 0; --d) {
+      const std::int64_t index = linear % shape[d];
+      linear /= shape[d];
+      for (int k = 0; k < N; ++k) off[k] += index * strides[k][d];
+    }
+    for (int k = 0; k < N; ++k) off[k] += linear * strides[k][0];  // outermost: no division
+  }
+  // Every operand is one gap-free run: the kernels' fast path.
+  bool dense() const {
+    if (ndim != 1) return false;
+    for (int k = 0; k < N; ++k) {
+      if (strides[k][0] != 1) return false;
+    }
+    return true;
+  }
+};
+
+template <int N>
+StridedIndexer<N> make_indexer(const Shape& shape, const std::array<const Strides*, N>& strides) {
+  const auto layout = cpu::make_layout<N>(shape, strides);
+  StridedIndexer<N> indexer;
+  indexer.ndim = layout.ndim;
+  for (int d = 0; d < layout.ndim; ++d) {
+    indexer.shape[d] = layout.shape[static_cast<std::size_t>(d)];
+    for (int k = 0; k < N; ++k) {
+      indexer.strides[k][d] =
+          layout.strides[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)];
+    }
+  }
+  return indexer;
+}
+
+// Device memory for one op's temporaries, in stream order: cudaMallocAsync now, cudaFreeAsync
+// when the scope ends (after the kernels that use it were enqueued, before they ran: the free
+// is stream-ordered too).
+class Scratch {
+ public:
+  Scratch(const Launch& launch, std::size_t bytes) : launch_(launch) {
+    if (bytes > 0) check(cudaMallocAsync(&data_, bytes, launch.stream()), "cudaMallocAsync", launch.device());
+  }
+  ~Scratch() {
+    if (data_ != nullptr && cudaFreeAsync(data_, launch_.stream()) != cudaSuccess) {
+      (void)cudaGetLastError();
+    }
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* data() const { return data_; }
+  template <class T>
+  T* as(std::size_t byte_offset = 0) const {
+    return reinterpret_cast<T*>(static_cast<char*>(data_) + byte_offset);
+  }
+
+ private:
+  const Launch& launch_;
+  void* data_ = nullptr;
+};
+
+}  // namespace tandem::ops::cuda
