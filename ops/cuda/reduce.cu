@@ -1,0 +1,297 @@
+// Reductions on a gpu(i) with CUB. The input is read through a transform iterator that maps a
+// flat index to the element of the strided view (and to its accumulator form), so no dense copy
+// is made; reduce_all is one DeviceReduce::Reduce, reduce_axis one DeviceSegmentedReduce::Reduce
+// with a segment per output element. CUB writes accumulators to scratch memory; a finishing
+// kernel converts them (mean divides, norm takes the root) into the strided output.
+//
+// The rules are those of ops/src/cpu/reducers.h, restated for the device; CUB requires a
+// commutative operator, so argmax breaks ties by the smaller index instead of by order.
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "launch.cuh"
+#include "tandem/ops/convert.h"
+#include "tandem/ops/cuda/reduce.h"
+#include "tandem/ops/functors.h"
+
+namespace tandem::ops::cuda {
+
+namespace {
+
+template <class T>
+struct SumRule {
+  using Acc = AccumulatorType<T>;
+  __host__ __device__ static Acc identity() { return Acc(0); }
+  __host__ __device__ static Acc lift(T value, std::int64_t) { return static_cast<Acc>(value); }
+  __host__ __device__ Acc operator()(const Acc& a, const Acc& b) const {
+    return functors::wrapping_add(a, b);
+  }
+  template <class Out>
+  __host__ __device__ static Out finish(const Acc& acc, std::int64_t) {
+    return convert<Out>(acc);
+  }
+};
+
+template <class T>
+struct MeanRule : SumRule<T> {
+  using Acc = AccumulatorType<T>;
+  template <class Out>
+  __host__ __device__ static Out finish(const Acc& acc, std::int64_t count) {
+    if constexpr (std::is_integral_v<Acc>) {
+      return convert<Out>(count == 0 ? Acc(0) : acc / count);
+    } else {
+      return convert<Out>(acc / static_cast<double>(count));
+    }
+  }
+};
+
+template <class T>
+struct NormRule : SumRule<T> {
+  using Acc = AccumulatorType<T>;
+  __host__ __device__ static Acc lift(T value, std::int64_t) {
+    return static_cast<Acc>(value) * static_cast<Acc>(value);
+  }
+  template <class Out>
+  __host__ __device__ static Out finish(const Acc& acc, std::int64_t) {
+    return convert<Out>(std::sqrt(static_cast<double>(acc)));
+  }
+};
+
+// a replaces b as the running extreme; a NaN replaces any number and is never replaced.
+template <class T, bool kMax>
+__host__ __device__ bool better(T a, T b) {
+  if (b != b) return false;
+  if (a != a) return true;
+  return kMax ? a > b : a < b;
+}
+
+template <class T, bool kMax>
+struct ExtremeRule {
+  using Acc = T;
+  __host__ __device__ static Acc identity() {
+    if constexpr (std::is_floating_point_v<T>) {
+      return kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    } else {
+      return kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    }
+  }
+  __host__ __device__ static Acc lift(T value, std::int64_t) { return value; }
+  __host__ __device__ Acc operator()(const Acc& a, const Acc& b) const {
+    return better<T, kMax>(b, a) ? b : a;
+  }
+  template <class Out>
+  __host__ __device__ static Out finish(const Acc& acc, std::int64_t) {
+    return convert<Out>(acc);
+  }
+};
+
+template <class T>
+struct ArgmaxAcc {
+  T value;
+  std::int64_t index;  // -1: nothing seen
+};
+
+template <class T>
+struct ArgmaxRule {
+  using Acc = ArgmaxAcc<T>;
+  __host__ __device__ static Acc identity() { return Acc{T(0), -1}; }
+  __host__ __device__ static Acc lift(T value, std::int64_t index) { return Acc{value, index}; }
+  // Commutative: the larger value wins (a NaN counts as largest), equal values (or two NaNs)
+  // go to the smaller index: the first index of the maximum, as on the CPU.
+  __host__ __device__ Acc operator()(const Acc& a, const Acc& b) const {
+    if (a.index < 0) return b;
+    if (b.index < 0) return a;
+    if (better<T, true>(a.value, b.value)) return a;
+    if (better<T, true>(b.value, a.value)) return b;
+    return a.index <= b.index ? a : b;
+  }
+  template <class Out>
+  __host__ __device__ static Out finish(const Acc& acc, std::int64_t) {
+    return static_cast<Out>(acc.index);
+  }
+};
+
+// Flat index -> accumulator of the element: reduce_all walks the view in row-major order.
+template <class T, class Rule>
+struct LoadAll {
+  const T* data;
+  StridedIndexer<1> indexer;
+  __host__ __device__ typename Rule::Acc operator()(std::int64_t i) const {
+    std::int64_t off[1];
+    indexer.offsets(i, off);
+    return Rule::lift(data[off[0]], i);
+  }
+};
+
+// Flat index i = segment * length + k -> element k along the axis of output element `segment`.
+template <class T, class Rule>
+struct LoadAxis {
+  const T* data;
+  StridedIndexer<2> outer;  // operand 0: input offset of the segment; 1: output offset
+  std::int64_t length;
+  std::int64_t axis_stride;
+  __host__ __device__ typename Rule::Acc operator()(std::int64_t i) const {
+    const std::int64_t segment = i / length, k = i % length;
+    std::int64_t off[2];
+    outer.offsets(segment, off);
+    return Rule::lift(data[off[0] + k * axis_stride], k);
+  }
+};
+
+struct SegmentBoundary {
+  std::int64_t length;
+  __host__ __device__ std::int64_t operator()(std::int64_t segment) const {
+    return segment * length;
+  }
+};
+
+template <class Out, class Rule>
+__global__ void finish_kernel(const typename Rule::Acc* acc, Out* out, StridedIndexer<2> outer,
+                              std::int64_t segments, std::int64_t count) {
+  for (std::int64_t j = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; j < segments;
+       j += std::int64_t{blockDim.x} * gridDim.x) {
+    std::int64_t off[2];
+    outer.offsets(j, off);
+    out[off[1]] = Rule::template finish<Out>(acc[j], count);
+  }
+}
+
+template <class Fn>
+decltype(auto) dispatch_rule(ReduceOp op, DType dtype, Fn&& fn) {
+  return dispatch_dtype(dtype, [&]<class T>(T) {
+    switch (op) {
+      case ReduceOp::sum:
+        return fn(T{}, SumRule<T>{});
+      case ReduceOp::mean:
+        return fn(T{}, MeanRule<T>{});
+      case ReduceOp::max:
+        return fn(T{}, ExtremeRule<T, true>{});
+      case ReduceOp::min:
+        return fn(T{}, ExtremeRule<T, false>{});
+      case ReduceOp::argmax:
+        return fn(T{}, ArgmaxRule<T>{});
+      case ReduceOp::norm:
+        break;
+    }
+    return fn(T{}, NormRule<T>{});
+  });
+}
+
+void check_out_dtype(ReduceOp op, const ArrayView& in, const ArrayView& out) {
+  const DType expected = op == ReduceOp::argmax ? DType::int64 : in.dtype;
+  if (out.dtype != expected) {
+    throw Error(std::string("tandem: ") + op_name(op) + ": output must be " + dtype_name(expected) +
+                ", got " + dtype_name(out.dtype));
+  }
+  if (op == ReduceOp::norm && !is_floating(in.dtype)) {
+    throw Error(std::string("tandem: norm is not defined for ") + dtype_name(in.dtype) +
+                " arrays (floating types only)");
+  }
+}
+
+constexpr std::size_t kAlign = 256;
+std::size_t aligned(std::size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+// Scratch layout for both: [accumulators | CUB temporary storage].
+template <class Out, class T, class Rule>
+void reduce_all_typed(const ArrayView& in, const ArrayView& out, const Launch& launch) {
+  using Acc = typename Rule::Acc;
+  const std::int64_t n = in.num_elements();
+  const auto indexer = make_indexer<1>(in.shape, {&in.strides});
+  auto input = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
+                                               LoadAll<T, Rule>{in.typed<const T>(), indexer});
+  std::size_t temp_bytes = 0;
+  check(cub::DeviceReduce::Reduce(nullptr, temp_bytes, input, static_cast<Acc*>(nullptr), n,
+                                  Rule{}, Rule::identity(), launch.stream()),
+        "reduce (cub::DeviceReduce::Reduce size query)", launch.device());
+  const std::size_t acc_bytes = aligned(sizeof(Acc));
+  Scratch scratch(launch, acc_bytes + temp_bytes);
+  Acc* acc = scratch.as<Acc>();
+  check(cub::DeviceReduce::Reduce(scratch.as<void>(acc_bytes), temp_bytes, input, acc, n, Rule{},
+                                  Rule::identity(), launch.stream()),
+        "reduce (cub::DeviceReduce::Reduce)", launch.device());
+  // The single output element: a 1-element "segment" list at out.data.
+  StridedIndexer<2> single;
+  single.shape[0] = 1;
+  finish_kernel<Out, Rule><<<1, 1, 0, launch.stream()>>>(acc, out.typed<Out>(), single, 1, n);
+  launch.launched();
+}
+
+template <class Out, class T, class Rule>
+void reduce_axis_typed(const ArrayView& in, int axis, const ArrayView& out,
+                       const Launch& launch) {
+  using Acc = typename Rule::Acc;
+  const std::int64_t length = in.shape[axis];
+  const std::int64_t axis_stride = in.strides[static_cast<std::size_t>(axis)];
+  const std::int64_t segments = out.num_elements();
+  if (segments == 0) return;
+  Strides outer_strides{};
+  for (int i = 0, j = 0; i < in.ndim(); ++i) {
+    if (i != axis) {
+      outer_strides[static_cast<std::size_t>(j++)] = in.strides[static_cast<std::size_t>(i)];
+    }
+  }
+  const auto outer = make_indexer<2>(out.shape, {&outer_strides, &out.strides});
+  // A zero-length axis still has a 1-element stride per segment in the flat index (never read).
+  const std::int64_t flat_length = std::max<std::int64_t>(length, 1);
+  auto input = thrust::make_transform_iterator(
+      thrust::counting_iterator<std::int64_t>(0),
+      LoadAxis<T, Rule>{in.typed<const T>(), outer, flat_length, axis_stride});
+  const auto begins = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
+                                                      SegmentBoundary{flat_length});
+  // Segment j is [j * length, (j + 1) * length); a zero-length axis gives empty segments, which
+  // CUB sets to the identity.
+  const auto ends = length == 0 ? begins : begins + 1;
+  std::size_t temp_bytes = 0;
+  check(cub::DeviceSegmentedReduce::Reduce(nullptr, temp_bytes, input, static_cast<Acc*>(nullptr),
+                                           segments, begins, ends, Rule{}, Rule::identity(),
+                                           launch.stream()),
+        "reduce_axis (cub::DeviceSegmentedReduce::Reduce size query)", launch.device());
+  const std::size_t acc_bytes = aligned(sizeof(Acc) * static_cast<std::size_t>(segments));
+  Scratch scratch(launch, acc_bytes + temp_bytes);
+  Acc* acc = scratch.as<Acc>();
+  check(cub::DeviceSegmentedReduce::Reduce(scratch.as<void>(acc_bytes), temp_bytes, input, acc,
+                                           segments, begins, ends, Rule{}, Rule::identity(),
+                                           launch.stream()),
+        "reduce_axis (cub::DeviceSegmentedReduce::Reduce)", launch.device());
+  finish_kernel<Out, Rule><<<grid_for(segments), kThreads, 0, launch.stream()>>>(
+      acc, out.typed<Out>(), outer, segments, length);
+  launch.launched();
+}
+
+}  // namespace
+
+void reduce_all(ReduceOp op, const ArrayView& in, const ArrayView& out, tandem::Stream& stream) {
+  check_out_dtype(op, in, out);
+  Launch launch(stream, op_name(op));
+  dispatch_rule(op, in.dtype, [&]<class T, class Rule>(T, Rule) {
+    if (op == ReduceOp::argmax) {
+      reduce_all_typed<std::int64_t, T, Rule>(in, out, launch);
+    } else {
+      reduce_all_typed<T, T, Rule>(in, out, launch);
+    }
+  });
+}
+
+void reduce_axis(ReduceOp op, const ArrayView& in, int axis, const ArrayView& out,
+                 tandem::Stream& stream) {
+  check_out_dtype(op, in, out);
+  Launch launch(stream, op_name(op));
+  dispatch_rule(op, in.dtype, [&]<class T, class Rule>(T, Rule) {
+    if (op == ReduceOp::argmax) {
+      reduce_axis_typed<std::int64_t, T, Rule>(in, axis, out, launch);
+    } else {
+      reduce_axis_typed<T, T, Rule>(in, axis, out, launch);
+    }
+  });
+}
+
+}  // namespace tandem::ops::cuda
