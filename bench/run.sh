@@ -9,7 +9,7 @@
 # Each suite writes bench/results/SUITE.json (its records) and bench/results/SUITE.meta.json
 # (how, where and when it ran); bench/report.py turns every results file into a table between
 # the suite's markers in docs/benchmarks.md. Builds go to build-bench/ (Release, no tests, no
-# CUDA), which is reused between runs.
+# CUDA unless TANDEM_BENCH_CUDA=ON, as scripts/gpu-check.sh sets), which is reused between runs.
 set -euo pipefail
 
 usage() {
@@ -57,7 +57,7 @@ configure() {
   mkdir -p "$build"
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DTANDEM_BUILD_BENCH=ON -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_EXAMPLES=OFF \
-    -DTANDEM_CUDA=OFF > "$build/configure.log" 2>&1 || {
+    -DTANDEM_CUDA="${TANDEM_BENCH_CUDA:-OFF}" > "$build/configure.log" 2>&1 || {
     cat "$build/configure.log" >&2
     echo "run.sh: configuring $build failed (log above)" >&2
     return 1

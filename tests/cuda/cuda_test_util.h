@@ -1,0 +1,64 @@
+// Helpers of the gpu(i) tests: skip visibly without a device, move test data to and from device
+// memory, and compare with the CPU kernels.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tandem/accel/accelerator.h"
+#include "tandem/device.h"
+
+namespace tandem::test {
+
+// True when gpu(0) exists; otherwise says so where ctest output shows it.
+inline bool have_cuda(const char* test) {
+  if (accelerator_count(DeviceKind::cuda) > 0) return true;
+  std::cout << "SKIPPED: no CUDA device (" << test << ")\n";
+  MESSAGE("SKIPPED: no CUDA device");
+  return false;
+}
+
+inline void cuda_ok(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  }
+}
+
+// Device memory of gpu(0) holding a copy of `host`, freed at scope exit.
+template <class T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t count) : count_(count) {
+    cuda_ok(cudaSetDevice(0), "cudaSetDevice");
+    cuda_ok(cudaMalloc(&data_, std::max<std::size_t>(count, 1) * sizeof(T)), "cudaMalloc");
+  }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
+    cuda_ok(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+            "cudaMemcpy to device");
+  }
+  ~DeviceBuffer() { (void)cudaFree(data_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* data() const { return static_cast<T*>(data_); }
+  // Waits for the device, then copies back.
+  std::vector<T> read() const {
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    std::vector<T> host(count_);
+    cuda_ok(cudaMemcpy(host.data(), data_, count_ * sizeof(T), cudaMemcpyDeviceToHost),
+            "cudaMemcpy to host");
+    return host;
+  }
+
+ private:
+  std::size_t count_;
+  void* data_ = nullptr;
+};
+
+}  // namespace tandem::test

@@ -1,0 +1,260 @@
+// Every tandem::ops::cuda kernel against its CPU twin on the same input: equal results (within
+// rounding for floating reductions and transcendental functions), on a real device (skipped,
+// visibly, without one).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "tandem/ops/cpu/copy.h"
+#include "tandem/ops/cpu/elementwise.h"
+#include "tandem/ops/cpu/gemm.h"
+#include "tandem/ops/cpu/random.h"
+#include "tandem/ops/cpu/reduce.h"
+#include "tandem/ops/cuda/copy.h"
+#include "tandem/ops/cuda/elementwise.h"
+#include "tandem/ops/cuda/gemm.h"
+#include "tandem/ops/cuda/random.h"
+#include "tandem/ops/cuda/reduce.h"
+
+namespace ops = tandem::ops;
+using ops::ArrayView;
+using ops::DType;
+using ops::Shape;
+using tandem::test::DeviceBuffer;
+using tandem::test::have_cuda;
+
+namespace {
+
+tandem::Stream& compute_stream() {
+  return tandem::accelerator(tandem::cuda(0)).stream(tandem::Queue::compute, 0);
+}
+
+template <class T>
+std::vector<T> sample(std::size_t n, unsigned seed, double low = -4.0, double high = 4.0) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<double> value(low, high);
+  std::vector<T> data(n);
+  for (auto& x : data) x = static_cast<T>(value(generator));
+  return data;
+}
+
+template <class T>
+ArrayView view(T* data, const Shape& shape) {
+  return ops::contiguous_view(data, ops::dtype_of<T>(), shape);
+}
+
+// The transpose of a dense rows x cols view: shape cols x rows, strides (1, cols).
+template <class T>
+ArrayView transposed(T* data, std::int64_t rows, std::int64_t cols) {
+  return ArrayView{data, ops::dtype_of<T>(), Shape{cols, rows}, {1, cols}};
+}
+
+template <class T>
+void check_close(const std::vector<T>& gpu, const std::vector<T>& cpu, double tolerance) {
+  REQUIRE(gpu.size() == cpu.size());
+  for (std::size_t i = 0; i < gpu.size(); ++i) {
+    if (std::isnan(static_cast<double>(cpu[i]))) {
+      CHECK(std::isnan(static_cast<double>(gpu[i])));
+    } else {
+      CHECK(static_cast<double>(gpu[i]) ==
+            doctest::Approx(static_cast<double>(cpu[i])).epsilon(tolerance));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("cuda.kernels") {
+  TEST_CASE("copy converts dtypes and follows strides like the CPU; fill and arange match") {
+    if (!have_cuda("copy")) return;
+    const std::int64_t rows = 37, cols = 53;
+    auto input = sample<double>(rows * cols, 1, -1e10, 1e10);
+    DeviceBuffer<double> in(input);
+    DeviceBuffer<std::int32_t> out(rows * cols);
+    std::vector<std::int32_t> expected(rows * cols);
+    ops::cuda::copy(transposed(in.data(), rows, cols), view(out.data(), Shape{cols, rows}),
+                    compute_stream());
+    ops::cpu::copy(transposed(input.data(), rows, cols), view(expected.data(), Shape{cols, rows}));
+    CHECK(out.read() == expected);
+
+    DeviceBuffer<float> ramp(1000);
+    std::vector<float> ramp_cpu(1000);
+    ops::cuda::arange(view(ramp.data(), Shape{10, 100}), 0.1, 0.3, compute_stream());
+    ops::cpu::arange(view(ramp_cpu.data(), Shape{10, 100}), 0.1, 0.3);
+    CHECK(ramp.read() == ramp_cpu);
+    ops::cuda::fill(view(ramp.data(), Shape{1000}), 2.5, compute_stream());
+    CHECK(ramp.read() == std::vector<float>(1000, 2.5f));
+  }
+
+  TEST_CASE("unary, binary with broadcasting and scalar ops match the CPU") {
+    if (!have_cuda("elementwise")) return;
+    const Shape shape{64, 33};
+    auto a_host = sample<float>(64 * 33, 2, 0.1, 4.0);
+    auto row_host = sample<float>(33, 3, 0.1, 4.0);
+    DeviceBuffer<float> a(a_host), row(row_host), out(64 * 33);
+    std::vector<float> expected(64 * 33);
+    const ArrayView row_view = ops::broadcast_view(view(row.data(), Shape{33}), shape);
+    const ArrayView row_cpu = ops::broadcast_view(view(row_host.data(), Shape{33}), shape);
+    for (auto op : {ops::UnaryOp::negative, ops::UnaryOp::abs, ops::UnaryOp::square,
+                    ops::UnaryOp::relu, ops::UnaryOp::exp, ops::UnaryOp::log, ops::UnaryOp::sqrt,
+                    ops::UnaryOp::sigmoid, ops::UnaryOp::tanh}) {
+      CAPTURE(ops::op_name(op));
+      ops::cuda::unary(op, view(a.data(), shape), view(out.data(), shape), compute_stream());
+      ops::cpu::unary(op, view(a_host.data(), shape), view(expected.data(), shape));
+      check_close(out.read(), expected, 1e-6);
+    }
+    for (auto op : {ops::BinaryOp::add, ops::BinaryOp::subtract, ops::BinaryOp::multiply,
+                    ops::BinaryOp::divide, ops::BinaryOp::maximum, ops::BinaryOp::minimum,
+                    ops::BinaryOp::greater, ops::BinaryOp::equal, ops::BinaryOp::power}) {
+      CAPTURE(ops::op_name(op));
+      ops::cuda::binary(op, view(a.data(), shape), row_view, view(out.data(), shape),
+                        compute_stream());
+      ops::cpu::binary(op, view(a_host.data(), shape), row_cpu, view(expected.data(), shape));
+      check_close(out.read(), expected, 1e-6);
+      ops::cuda::binary_scalar(op, view(a.data(), shape), 1.5, true, view(out.data(), shape),
+                               compute_stream());
+      ops::cpu::binary_scalar(op, view(a_host.data(), shape), 1.5, true,
+                              view(expected.data(), shape));
+      check_close(out.read(), expected, 1e-6);
+    }
+    std::vector<std::int32_t> ints = {7, -7, 100, -2147483647 - 1};
+    DeviceBuffer<std::int32_t> i_in(ints), i_out(4);
+    std::vector<std::int32_t> i_expected(4);
+    ops::cuda::binary_scalar_dense(ops::BinaryOp::divide, DType::int32, i_in.data(), -1.0, false,
+                                   i_out.data(), 4, compute_stream());
+    ops::cpu::binary_scalar_dense(ops::BinaryOp::divide, DType::int32, ints.data(), -1.0, false,
+                                  i_expected.data(), 4);
+    CHECK(i_out.read() == i_expected);
+    CHECK_THROWS_AS(ops::cuda::binary_scalar_dense(ops::BinaryOp::divide, DType::int32,
+                                                   i_in.data(), 0.0, false, i_out.data(), 4,
+                                                   compute_stream()),
+                    tandem::Error);
+    CHECK_THROWS_AS(ops::cuda::unary_dense(ops::UnaryOp::exp, DType::int32, i_in.data(),
+                                           i_out.data(), 4, compute_stream()),
+                    tandem::Error);
+  }
+
+  TEST_CASE("gemm matches the CPU for float, double (transposed operand) and int") {
+    if (!have_cuda("gemm")) return;
+    const std::int64_t m = 65, k = 40, n = 31;
+    auto a_host = sample<double>(m * k, 4);
+    auto b_host = sample<double>(k * n, 5);
+    DeviceBuffer<double> a(a_host), b(b_host), c(m * n);
+    std::vector<double> expected(m * n);
+    ops::cuda::gemm(view(a.data(), Shape{m, k}), view(b.data(), Shape{k, n}),
+                    view(c.data(), Shape{m, n}), compute_stream());
+    ops::cpu::gemm(view(a_host.data(), Shape{m, k}), view(b_host.data(), Shape{k, n}),
+                   view(expected.data(), Shape{m, n}));
+    check_close(c.read(), expected, 1e-12);
+    // a stored as its transpose (k x m dense): c = (a^T)^T b.
+    ops::cuda::gemm(transposed(a.data(), k, m), view(b.data(), Shape{k, n}),
+                    view(c.data(), Shape{m, n}), compute_stream());
+    ops::cpu::gemm(transposed(a_host.data(), k, m), view(b_host.data(), Shape{k, n}),
+                   view(expected.data(), Shape{m, n}));
+    check_close(c.read(), expected, 1e-12);
+
+    std::vector<float> af(a_host.begin(), a_host.end()), bf(b_host.begin(), b_host.end());
+    DeviceBuffer<float> fa(af), fb(bf), fc(m * n);
+    std::vector<float> fexpected(m * n);
+    ops::cuda::gemm(view(fa.data(), Shape{m, k}), view(fb.data(), Shape{k, n}),
+                    view(fc.data(), Shape{m, n}), compute_stream());
+    ops::cpu::gemm(view(af.data(), Shape{m, k}), view(bf.data(), Shape{k, n}),
+                   view(fexpected.data(), Shape{m, n}));
+    check_close(fc.read(), fexpected, 1e-4);
+
+    std::vector<std::int64_t> ai(a_host.begin(), a_host.end()), bi(b_host.begin(), b_host.end());
+    DeviceBuffer<std::int64_t> ia(ai), ib(bi), ic(m * n);
+    std::vector<std::int64_t> iexpected(m * n);
+    ops::cuda::gemm(view(ia.data(), Shape{m, k}), view(ib.data(), Shape{k, n}),
+                    view(ic.data(), Shape{m, n}), compute_stream());
+    ops::cpu::gemm(view(ai.data(), Shape{m, k}), view(bi.data(), Shape{k, n}),
+                   view(iexpected.data(), Shape{m, n}));
+    CHECK(ic.read() == iexpected);
+  }
+
+  TEST_CASE("reductions over everything and along each axis match the CPU, argmax included") {
+    if (!have_cuda("reduce")) return;
+    const Shape shape{17, 9, 23};
+    auto host = sample<float>(17 * 9 * 23, 6);
+    host[100] = 1e6f;  // a unique maximum for argmax
+    DeviceBuffer<float> in(host);
+    for (auto op : {ops::ReduceOp::sum, ops::ReduceOp::mean, ops::ReduceOp::max,
+                    ops::ReduceOp::min, ops::ReduceOp::norm, ops::ReduceOp::argmax}) {
+      CAPTURE(ops::op_name(op));
+      const bool arg = op == ops::ReduceOp::argmax;
+      if (arg) {
+        DeviceBuffer<std::int64_t> out(1);
+        std::int64_t expected = 0;
+        ops::cuda::reduce_all(op, view(in.data(), shape), view(out.data(), Shape{}),
+                              compute_stream());
+        ops::cpu::reduce_all(op, view(host.data(), shape), view(&expected, Shape{}));
+        CHECK(out.read()[0] == expected);
+      } else {
+        DeviceBuffer<float> out(1);
+        float expected = 0;
+        ops::cuda::reduce_all(op, view(in.data(), shape), view(out.data(), Shape{}),
+                              compute_stream());
+        ops::cpu::reduce_all(op, view(host.data(), shape), view(&expected, Shape{}));
+        check_close(out.read(), {expected}, 1e-5);
+      }
+      for (int axis = 0; axis < 3; ++axis) {
+        CAPTURE(axis);
+        const Shape reduced = shape.without_axis(axis);
+        const auto count = static_cast<std::size_t>(reduced.num_elements());
+        if (arg) {
+          DeviceBuffer<std::int64_t> out(count);
+          std::vector<std::int64_t> expected(count);
+          ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
+                                 compute_stream());
+          ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
+          CHECK(out.read() == expected);
+        } else {
+          DeviceBuffer<float> out(count);
+          std::vector<float> expected(count);
+          ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
+                                 compute_stream());
+          ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
+          check_close(out.read(), expected, 1e-5);
+        }
+      }
+    }
+    // Integer sums wrap identically; NaN propagates through max; argmax picks the first NaN.
+    std::vector<std::int32_t> ints = {2147483647, 5, -3, 2147483647};
+    DeviceBuffer<std::int32_t> i_in(ints), i_out(1);
+    std::int32_t i_expected = 0;
+    ops::cuda::reduce_all(ops::ReduceOp::sum, view(i_in.data(), Shape{4}),
+                          view(i_out.data(), Shape{}), compute_stream());
+    ops::cpu::reduce_all(ops::ReduceOp::sum, view(ints.data(), Shape{4}), view(&i_expected, Shape{}));
+    CHECK(i_out.read()[0] == i_expected);
+    std::vector<double> with_nan = {1.0, NAN, 3.0, NAN, 2.0};
+    DeviceBuffer<double> n_in(with_nan), n_max(1);
+    DeviceBuffer<std::int64_t> n_arg(1);
+    ops::cuda::reduce_all(ops::ReduceOp::max, view(n_in.data(), Shape{5}),
+                          view(n_max.data(), Shape{}), compute_stream());
+    ops::cuda::reduce_all(ops::ReduceOp::argmax, view(n_in.data(), Shape{5}),
+                          view(n_arg.data(), Shape{}), compute_stream());
+    CHECK(std::isnan(n_max.read()[0]));
+    CHECK(n_arg.read()[0] == 1);
+  }
+
+  TEST_CASE("random draws give the CPU's values for the same seed and counter") {
+    if (!have_cuda("random")) return;
+    const Shape shape{33, 31};  // not a multiple of the values per Philox block
+    DeviceBuffer<float> uniform(33 * 31);
+    std::vector<float> uniform_cpu(33 * 31);
+    const auto used = ops::cuda::random_uniform(view(uniform.data(), shape), -2.0, 3.0, 42, 7,
+                                                compute_stream());
+    CHECK(used == ops::cpu::random_uniform(view(uniform_cpu.data(), shape), -2.0, 3.0, 42, 7));
+    CHECK(uniform.read() == uniform_cpu);  // bit for bit
+
+    DeviceBuffer<double> normal(33 * 31);
+    std::vector<double> normal_cpu(33 * 31);
+    ops::cuda::random_normal(view(normal.data(), shape), 1.0, 2.0, 9, 0, compute_stream());
+    ops::cpu::random_normal(view(normal_cpu.data(), shape), 1.0, 2.0, 9, 0);
+    check_close(normal.read(), normal_cpu, 1e-12);  // log/sin/cos may differ in the last bits
+  }
+}
