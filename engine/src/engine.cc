@@ -119,6 +119,10 @@ Device RunContext::device() const {
   return op_->device;
 }
 
+Stream* RunContext::stream() const {
+  return op_->stream;
+}
+
 const char* RunContext::op_name() const {
   return op_->props.name;
 }

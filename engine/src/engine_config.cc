@@ -22,6 +22,54 @@ long long parse_integer(const char* name, const char* text, long long min, long 
   return value;
 }
 
+double parse_positive(const char* name, const char* text) {
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(value > 0) || value > 1e18) {
+    throw Error(std::string("tandem: environment variable ") + name + "='" + text +
+                "' is not a positive number");
+  }
+  return value;
+}
+
+bool parse_flag(const char* name, const char* text) {
+  const std::string value = text;
+  if (value == "1" || value == "true" || value == "on") return true;
+  if (value == "0" || value == "false" || value == "off" || value.empty()) return false;
+  throw Error(std::string("tandem: environment variable ") + name + "='" + value +
+              "' is not a flag (1/0, true/false, on/off)");
+}
+
+void read_accelerator_config(const char* (*getenv)(const char*), AcceleratorConfig& accel) {
+  if (const char* v = getenv("TANDEM_SIM_DEVICES")) {
+    accel.sim_devices = static_cast<int>(parse_integer("TANDEM_SIM_DEVICES", v, 0, 64));
+  }
+  if (const char* v = getenv("TANDEM_ACCEL_STREAMS")) {
+    accel.compute_streams = static_cast<int>(parse_integer("TANDEM_ACCEL_STREAMS", v, 1, 64));
+  }
+  if (const char* v = getenv("TANDEM_SIM_GFLOPS")) {
+    accel.sim_gflops = parse_positive("TANDEM_SIM_GFLOPS", v);
+  }
+  if (const char* v = getenv("TANDEM_SIM_MEMORY_GBPS")) {
+    accel.sim_memory_gbps = parse_positive("TANDEM_SIM_MEMORY_GBPS", v);
+  }
+  if (const char* v = getenv("TANDEM_SIM_BUS_GBPS")) {
+    accel.sim_bus_gbps = parse_positive("TANDEM_SIM_BUS_GBPS", v);
+  }
+  if (const char* v = getenv("TANDEM_SIM_LATENCY_US")) {
+    accel.sim_latency_us =
+        static_cast<double>(parse_integer("TANDEM_SIM_LATENCY_US", v, 0, 10'000'000));
+  }
+  if (const char* v = getenv("TANDEM_SIM_MEMORY_MB")) {
+    accel.sim_memory_mb =
+        static_cast<std::size_t>(parse_integer("TANDEM_SIM_MEMORY_MB", v, 1, 1LL << 30));
+  }
+  if (const char* v = getenv("TANDEM_ACCEL_SYNC")) {
+    accel.synchronize_each_op = parse_flag("TANDEM_ACCEL_SYNC", v);
+  }
+}
+
 }  // namespace
 
 EngineConfig EngineConfig::from_env() {
@@ -60,6 +108,7 @@ EngineConfig EngineConfig::from_env(const char* (*getenv)(const char*)) {
   }
   if (const char* v = getenv("TANDEM_LOG_LEVEL")) config.log_level = v;
   if (const char* v = getenv("TANDEM_PROFILE")) config.profile_path = v;
+  read_accelerator_config(getenv, config.accel);
   return config;
 }
 

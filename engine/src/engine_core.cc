@@ -5,6 +5,7 @@
 
 #include "logging.h"
 #include "profiler_recorder.h"
+#include "tandem/accel/accelerator.h"
 
 namespace tandem::detail {
 
@@ -22,15 +23,19 @@ std::string describe(std::exception_ptr error) {
   }
 }
 
-// Wraps an op's exception in an OpError naming the op and device; the original is nested.
-std::exception_ptr wrap_op_error(const OpRecord& op, std::exception_ptr error) {
+}  // namespace
+
+std::exception_ptr wrap_op_error(const std::string& op_name, Device device,
+                                 std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (...) {
     return std::make_exception_ptr(
-        OpError(op.props.name, to_string(op.device), describe(std::current_exception())));
+        OpError(op_name, to_string(device), describe(std::current_exception())));
   }
 }
+
+namespace {
 
 [[noreturn]] void throw_invalid_var(const char* set, std::size_t index, const OpProps& props) {
   throw Error("tandem: push of op '" + std::string(props.name) + "': its " + set +
@@ -81,6 +86,14 @@ void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& prop
 
 void check_device(Device device, const OpProps& props) {
   if (device == cpu()) return;
+  if (device.is_accelerator()) {
+    try {
+      accelerator(device);  // created here on first use; one load afterwards
+      return;
+    } catch (const Error& e) {
+      throw Error("tandem: push of op '" + std::string(props.name) + "': " + e.what());
+    }
+  }
   throw Error("tandem: push of op '" + std::string(props.name) + "' on " + to_string(device) +
               ": this engine has no worker queue for that device (only cpu(0) is available)");
 }
@@ -125,28 +138,44 @@ void EngineCore::discard(OpRecord* op) noexcept {
   release_op_record(op);
 }
 
-void EngineCore::execute(OpRecord* op, int worker) noexcept {
-  if (!op->props.no_skip) {
-    const ErrorRef* oldest = nullptr;
-    for (std::uint32_t i = 0; i < op->num_slots; ++i) {
-      const VarSlot& slot = op->slots[i];
-      const ErrorRef& poison = slot.var->poison;
-      if (slot.reads_value && poison && (!oldest || poison->op_sequence < (*oldest)->op_sequence)) {
-        oldest = &poison;
-      }
+const ErrorRef* EngineCore::oldest_poison(const OpRecord* op, const ErrorRef* also) noexcept {
+  const ErrorRef* oldest = also;
+  for (std::uint32_t i = 0; i < op->num_slots; ++i) {
+    const VarSlot& slot = op->slots[i];
+    const ErrorRef& poison = slot.var->poison;
+    if (slot.reads_value && poison && (!oldest || poison->op_sequence < (*oldest)->op_sequence)) {
+      oldest = &poison;
     }
-    if (oldest != nullptr) {
-      ops_skipped_.fetch_add(1, std::memory_order_relaxed);
-      log().debug("skipping op '{}': an input is poisoned", op->props.name);
-      op->destroy_callable();
-      op->worker = worker;
-      finish(op, *oldest, /*skipped=*/true);
+  }
+  return oldest;
+}
+
+void EngineCore::skip(OpRecord* op, const ErrorRef& poison, int worker) noexcept {
+  ops_skipped_.fetch_add(1, std::memory_order_relaxed);
+  log().debug("skipping op '{}': an input is poisoned", op->props.name);
+  op->destroy_callable();
+  op->worker = worker;
+  finish(op, poison, /*skipped=*/true);
+}
+
+void EngineCore::execute(OpRecord* op, int worker) noexcept {
+  ErrorRef fence_error;
+  // Only when a var came with device fences (waiters settle theirs in the waiting thread).
+  if (op->needs_fence_sync.load(std::memory_order_relaxed) && !op->is_waiter) [[unlikely]] {
+    fence_error = settle_fences(op);
+  }
+  if (!op->props.no_skip) {
+    if (const ErrorRef* oldest = oldest_poison(op, fence_error ? &fence_error : nullptr)) {
+      skip(op, *oldest, worker);
       return;
     }
   }
-
   op->worker = worker;
   if (op->profile_id != 0) op->start_ns = profiling::now_ns();
+  end_body(op, run_body(op, worker));
+}
+
+std::exception_ptr EngineCore::run_body(OpRecord* op, int worker) noexcept {
   OpRecord* outer = tls_current_op;
   tls_current_op = op;
   std::exception_ptr error;
@@ -158,7 +187,10 @@ void EngineCore::execute(OpRecord* op, int worker) noexcept {
   }
   tls_current_op = outer;
   op->destroy_callable();
+  return error;
+}
 
+void EngineCore::end_body(OpRecord* op, std::exception_ptr error) noexcept {
   if (op->props.async_completion) {
     if (!op->completion_taken) {
       if (!error) {
@@ -191,7 +223,8 @@ void EngineCore::finish_with(OpRecord* op, std::exception_ptr error) noexcept {
     return;
   }
   ops_failed_.fetch_add(1, std::memory_order_relaxed);
-  auto record = std::make_shared<ErrorRecord>(wrap_op_error(*op, error), op->push_sequence);
+  auto record = std::make_shared<ErrorRecord>(wrap_op_error(op->props.name, op->device, error),
+                                              op->push_sequence);
   log().debug("op '{}' on {} failed: {}", op->props.name, to_string(op->device),
               describe(record->error));
   errors_.record(record);
@@ -205,10 +238,20 @@ std::string EngineCore::lane_name(int worker) const {
 void EngineCore::finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept {
   if (op->profile_id != 0) {
     try {
-      profiling::on_finish(op, lane_name(op->worker), skipped, outcome != nullptr && !skipped);
+      if (op->stream != nullptr) {
+        profiling::on_finish_device(op, op->stream->name(), skipped,
+                                    outcome != nullptr && !skipped);
+      } else {
+        profiling::on_finish(op, lane_name(op->worker), skipped, outcome != nullptr && !skipped);
+      }
     } catch (...) {
       log().warn("profiler: could not record op '{}' (out of memory?)", op->props.name);
     }
+  }
+  if (op->stream != nullptr) {
+    op->stream = nullptr;
+    op->start_event.reset();
+    op->end_event.reset();
   }
   // Waiters only observe; user ops set (or, on success, clear) the poison of what they wrote.
   if (!op->is_waiter) {

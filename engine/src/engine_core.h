@@ -7,16 +7,34 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "device_work.h"
 #include "error_record.h"
 #include "tandem/engine.h"
 #include "var_state.h"
 
 namespace tandem::detail {
 
+// An op's exception wrapped in an OpError naming the op and its device (the original nested).
+std::exception_ptr wrap_op_error(const std::string& op_name, Device device,
+                                 std::exception_ptr error);
+
 // The op running on this thread, if any (ops can nest when a naive engine runs a push inline).
 OpRecord* current_op() noexcept;
+
+// Receives the device work of every accelerator op launched with fences (the threaded engine's
+// per-device executors keep it until it has ended, for wait_all and for error resolution).
+class DeviceWorkTracker {
+ public:
+  virtual void track(DeviceWorkRef work) = 0;
+
+ protected:
+  ~DeviceWorkTracker() = default;
+};
 
 class EngineCore : public CompletionSink {
  public:
@@ -31,6 +49,19 @@ class EngineCore : public CompletionSink {
   void execute(OpRecord* op, int worker) noexcept;
   // Called by Completion when an async op's completion and body have both ended.
   void complete(OpRecord* op) noexcept override;
+
+  // Accelerator ops (device_ops.cc). Launches a ready accelerator op on `stream`: makes the
+  // stream wait for its vars' fences, runs its body (which enqueues work on the stream), then
+  // either fences its vars with the event recorded after it and hands that work to `tracker`,
+  // or (`synchronize`) waits for the stream and completes with the stream's error. Skips the op
+  // when an input is poisoned, like execute.
+  void launch(OpRecord* op, Stream& stream, bool synchronize, DeviceWorkTracker* tracker) noexcept;
+  // The error record that finished device work resolves to; null if it succeeded. The first
+  // resolution of a failure records it (ErrorRegistry); later ones return the same record, and
+  // work skipped downstream of a failure resolves to that failure's record.
+  ErrorRef device_error(DeviceWork& work);
+  // Blocks until `work` has ended; never throws.
+  static void wait_for(const DeviceWork& work) noexcept;
 
   // Engine entry points, implemented by each kind.
   virtual void submit(OpRecord* op, Device device, VarList reads, VarList writes,
@@ -60,6 +91,15 @@ class EngineCore : public CompletionSink {
   // Rethrows the oldest error that no sync point has thrown yet.
   void throw_first_unthrown_error();
 
+  // Waits for the device work fencing the vars of CPU op `op` (writes take their vars' fences
+  // off); returns the oldest error of a fence on a var it reads that is not already poisoned.
+  ErrorRef settle_fences(OpRecord* op) noexcept;
+  // Error path, with the device-error mutex held: resolves, oldest first, the failed device
+  // work pushed before `sequence` that the engine still tracks, so that work skipped downstream
+  // of a failure (which carries the same exception) names the op that failed.
+  virtual void resolve_failures_before_locked(std::uint64_t /*sequence*/) {}
+  ErrorRef resolve_locked(DeviceWork& work, bool look_earlier);
+
   EngineStats base_stats() const;
   // The profiler's name for worker lane `worker` (as passed to execute).
   virtual std::string lane_name(int worker) const;
@@ -69,6 +109,13 @@ class EngineCore : public CompletionSink {
   alignas(64) std::atomic<std::uint64_t> ops_pushed_{0};
 
  private:
+  // The oldest poison among the vars the op reads (or `also`, if older); null if none.
+  static const ErrorRef* oldest_poison(const OpRecord* op, const ErrorRef* also) noexcept;
+  void skip(OpRecord* op, const ErrorRef& poison, int worker) noexcept;
+  // Runs the body on this thread; returns what it threw.
+  std::exception_ptr run_body(OpRecord* op, int worker) noexcept;
+  // After the body: settles the op, or leaves that to its Completion (async ops).
+  void end_body(OpRecord* op, std::exception_ptr error) noexcept;
   void finish_with(OpRecord* op, std::exception_ptr error) noexcept;
   void finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept;
 
@@ -76,6 +123,9 @@ class EngineCore : public CompletionSink {
   ErrorRegistry errors_;
   std::atomic<std::uint64_t> ops_failed_{0};
   std::atomic<std::uint64_t> ops_skipped_{0};
+  std::mutex device_errors_mutex_;
+  // Device failures resolved so far, by the exception they carry (error paths only; pruned).
+  std::vector<std::pair<std::exception_ptr, ErrorRef>> device_errors_;
 };
 
 }  // namespace tandem::detail

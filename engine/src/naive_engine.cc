@@ -2,6 +2,7 @@
 
 #include "logging.h"
 #include "profiler_recorder.h"
+#include "tandem/accel/accelerator.h"
 #include "wake_signal.h"
 
 namespace tandem::detail {
@@ -40,7 +41,15 @@ void NaiveEngine::run_one(OpRecord* op) {
   WakeSignal finished;
   op->engine_token = &finished;
   if (op->profile_id != 0) profiling::on_enqueue(op);
-  execute(op, -1);
+  if (op->device.is_accelerator()) {
+    // The synchronous reference: launch on the op's stream and wait for it before returning.
+    Accelerator& device = accelerator(op->device);
+    const int index = op->props.queue == Queue::compute ? next_compute_stream_++ : 0;
+    if (next_compute_stream_ >= device.compute_streams()) next_compute_stream_ = 0;
+    launch(op, device.stream(op->props.queue, index), /*synchronize=*/true, nullptr);
+  } else {
+    execute(op, -1);
+  }
   finished.wait();
 }
 

@@ -33,6 +33,7 @@ class NaiveEngine final : public EngineCore {
   // Recursive: an op may push; that op is deferred until the pushing op has finished.
   std::recursive_mutex mutex_;
   std::deque<OpRecord*> deferred_;  // guarded by mutex_
+  int next_compute_stream_ = 0;     // guarded by mutex_: round-robin over compute streams
 };
 
 }  // namespace tandem::detail

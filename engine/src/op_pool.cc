@@ -22,6 +22,7 @@ void release_op_record(OpRecord* op) noexcept {
   op->var_to_delete = nullptr;
   op->completion_taken = false;
   op->is_waiter = false;
+  op->needs_fence_sync.store(false, std::memory_order_relaxed);
   // Fields beyond the first two lines are reset only by the ops that used them.
   if (op->profile_id != 0) {
     op->profile_id = 0;
@@ -39,6 +40,7 @@ void release_var_state(VarState* var) noexcept {
   var->active_reads = 0;
   var->write_active = false;
   var->poison.reset();
+  var->clear_fences();
   var->last_writer_profile_id = 0;
   VarPool::instance().release(var);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "profiler_recorder.h"
+#include "tandem/accel/stream.h"
 #include "tandem/errors.h"
 #include "tandem/profiler.h"
 
@@ -23,15 +24,44 @@ std::atomic<bool> g_enabled{false};
 
 namespace {
 
+// An accelerator op's event whose device times are read from its timing events later.
+struct DeviceOpEvent {
+  profiler::OpEvent event;
+  std::shared_ptr<DeviceEvent> start, end;
+  std::int64_t epoch_ns = 0;
+};
+
 struct Buffer {
   std::mutex mutex;
   std::vector<profiler::OpEvent> events;
+  std::vector<DeviceOpEvent> device_events;
 };
+
+// Device times of `pending`, waiting for the device if it has not reached the events yet.
+profiler::OpEvent resolve(const DeviceOpEvent& pending) {
+  profiler::OpEvent event = pending.event;
+  auto time_of = [](const std::shared_ptr<DeviceEvent>& e) -> std::int64_t {
+    if (!e) return -1;
+    try {
+      if (!e->query()) e->synchronize();
+    } catch (...) {
+      // A failed event still has its time; its error is reported by the engine.
+    }
+    return e->time_ns();
+  };
+  const std::int64_t start = time_of(pending.start), end = time_of(pending.end);
+  if (start >= 0 && end >= start) {
+    event.start_ns = start - pending.epoch_ns;
+    event.end_ns = end - pending.epoch_ns;
+  }
+  return event;
+}
 
 struct Registry {
   std::mutex mutex;
   std::vector<Buffer*> buffers;
   std::vector<profiler::OpEvent> orphans;
+  std::vector<DeviceOpEvent> device_orphans;
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<std::int64_t> epoch_ns{0};
   // Bumped by clear(): a buffer drops events recorded before the last clear.
@@ -55,6 +85,8 @@ struct ThreadBuffer {
     std::erase(r.buffers, &buffer);
     std::lock_guard own(buffer.mutex);
     r.orphans.insert(r.orphans.end(), buffer.events.begin(), buffer.events.end());
+    r.device_orphans.insert(r.device_orphans.end(), buffer.device_events.begin(),
+                            buffer.device_events.end());
   }
 };
 
@@ -71,9 +103,12 @@ void on_push(OpRecord* op) {
   op->ready_ns = op->start_ns = op->push_ns;
 }
 
-void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed) {
-  const std::int64_t epoch = registry().epoch_ns.load(std::memory_order_relaxed);
-  profiler::OpEvent event;
+namespace {
+
+// The op's event with host times; false if it belongs to no trace (pushed before the last
+// start()/clear()).
+bool make_event(const OpRecord* op, const std::string& lane, bool skipped, bool failed,
+                std::int64_t epoch, profiler::OpEvent& event) {
   event.id = op->profile_id;
   event.name = op->props.name;
   event.device = op->device;
@@ -87,11 +122,32 @@ void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed)
   event.failed = failed;
   const auto deps = std::min<std::uint8_t>(op->num_depends_on.load(std::memory_order_relaxed), 4);
   event.depends_on.assign(op->depends_on, op->depends_on + deps);
-  // An op pushed before the last start()/clear() belongs to no trace.
-  if (event.push_ns < 0) return;
+  return event.push_ns >= 0;
+}
+
+}  // namespace
+
+void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed) {
+  const std::int64_t epoch = registry().epoch_ns.load(std::memory_order_relaxed);
+  profiler::OpEvent event;
+  if (!make_event(op, lane, skipped, failed, epoch, event)) return;
   Buffer& buffer = this_thread_buffer();
   std::lock_guard lock(buffer.mutex);
   buffer.events.push_back(std::move(event));
+}
+
+void on_finish_device(OpRecord* op, const std::string& lane, bool skipped, bool failed) {
+  const std::int64_t epoch = registry().epoch_ns.load(std::memory_order_relaxed);
+  DeviceOpEvent pending;
+  if (!make_event(op, lane, skipped, failed, epoch, pending.event)) return;
+  pending.epoch_ns = epoch;
+  if (!skipped) {
+    pending.start = op->start_event;
+    pending.end = op->end_event;
+  }
+  Buffer& buffer = this_thread_buffer();
+  std::lock_guard lock(buffer.mutex);
+  buffer.device_events.push_back(std::move(pending));
 }
 
 }  // namespace tandem::detail::profiling
@@ -107,8 +163,10 @@ void clear() {
   for (auto* buffer : r.buffers) {
     std::lock_guard own(buffer->mutex);
     buffer->events.clear();
+    buffer->device_events.clear();
   }
   r.orphans.clear();
+  r.device_orphans.clear();
 }
 
 void start() {
@@ -128,14 +186,19 @@ bool enabled() {
 std::vector<OpEvent> events() {
   auto& r = registry();
   std::vector<OpEvent> all;
+  std::vector<detail::profiling::DeviceOpEvent> device;
   {
     std::lock_guard lock(r.mutex);
     all = r.orphans;
+    device = r.device_orphans;
     for (auto* buffer : r.buffers) {
       std::lock_guard own(buffer->mutex);
       all.insert(all.end(), buffer->events.begin(), buffer->events.end());
+      device.insert(device.end(), buffer->device_events.begin(), buffer->device_events.end());
     }
   }
+  // Outside the locks: this may wait for the devices to reach the timing events.
+  for (const auto& pending : device) all.push_back(detail::profiling::resolve(pending));
   std::sort(all.begin(), all.end(), [](const OpEvent& a, const OpEvent& b) { return a.id < b.id; });
   return all;
 }

@@ -44,5 +44,10 @@ inline void on_enqueue(OpRecord* op) {
 }
 // At finish: stores the op's event (end time = now) in this thread's buffer.
 void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed);
+// At finish of an accelerator op (at launch): the same, with the device-side start and end
+// taken later from the op's timing events (`start_event`, `end_event`: when the stream reached
+// them). They are resolved when the events are read (profiler::events), waiting for the device
+// if needed; without them the host times of the launch stay.
+void on_finish_device(OpRecord* op, const std::string& lane, bool skipped, bool failed);
 
 }  // namespace tandem::detail::profiling

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <thread>
+#include <vector>
 
 #include "logging.h"
 #include "profiler_recorder.h"
@@ -60,7 +61,63 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
     return;
   }
   if (op->profile_id != 0) op->ready_ns = profiling::now_ns();
+  if (op->device.kind != DeviceKind::cpu) [[unlikely]] {
+    accelerator_executor(op->device).submit(op);
+    return;
+  }
   cpu_->submit(op);
+}
+
+AcceleratorExecutor& ThreadedEngine::accelerator_executor(Device device) {
+  // prepare() has checked that the device exists, so its id is in range.
+  const std::size_t index = (device.kind == DeviceKind::cuda ? 0 : kMaxAcceleratorsPerKind) +
+                            static_cast<std::size_t>(device.id);
+  if (AcceleratorExecutor* executor = accel_slots_[index].load(std::memory_order_acquire)) {
+    return *executor;
+  }
+  std::lock_guard lock(accel_mutex_);
+  if (AcceleratorExecutor* executor = accel_slots_[index].load(std::memory_order_relaxed)) {
+    return *executor;
+  }
+  accel_.push_back(std::make_unique<AcceleratorExecutor>(accelerator(device), *this,
+                                                         config().accel.synchronize_each_op));
+  accel_slots_[index].store(accel_.back().get(), std::memory_order_release);
+  return *accel_.back();
+}
+
+std::vector<AcceleratorExecutor*> ThreadedEngine::accelerator_executors() {
+  std::lock_guard lock(accel_mutex_);
+  std::vector<AcceleratorExecutor*> all;
+  for (auto& executor : accel_) all.push_back(executor.get());
+  return all;
+}
+
+void ThreadedEngine::settle_device_work() {
+  std::vector<DeviceWorkRef> works;
+  for (AcceleratorExecutor* executor : accelerator_executors()) {
+    auto outstanding = executor->outstanding();
+    works.insert(works.end(), outstanding.begin(), outstanding.end());
+  }
+  std::sort(works.begin(), works.end(), [](const DeviceWorkRef& a, const DeviceWorkRef& b) {
+    return a->push_sequence < b->push_sequence;
+  });
+  for (const DeviceWorkRef& work : works) wait_for(*work);
+  for (const DeviceWorkRef& work : works) device_error(*work);  // records failures, oldest first
+}
+
+void ThreadedEngine::resolve_failures_before_locked(std::uint64_t sequence) {
+  std::vector<DeviceWorkRef> failed;
+  for (AcceleratorExecutor* executor : accelerator_executors()) {
+    for (DeviceWorkRef& work : executor->outstanding()) {
+      if (work->push_sequence < sequence && !work->resolved && work->done->error()) {
+        failed.push_back(std::move(work));
+      }
+    }
+  }
+  std::sort(failed.begin(), failed.end(), [](const DeviceWorkRef& a, const DeviceWorkRef& b) {
+    return a->push_sequence < b->push_sequence;
+  });
+  for (const DeviceWorkRef& work : failed) resolve_locked(*work, /*look_earlier=*/false);
 }
 
 void ThreadedEngine::release(OpRecord* op) noexcept {
@@ -128,32 +185,42 @@ void ThreadedEngine::wait_for_room() {
 void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call) {
   check_not_inside_op(call);
   VarState* state = checked_state(var, call);
-  {
-    state->lock.lock();
-    bool ready = for_write ? state->idle() : state->readable();
-    ErrorRef poison = ready ? state->poison : nullptr;
-    state->lock.unlock();
-    if (ready) {
-      throw_if_poisoned(poison);
-      return;
-    }
-  }
-  // Queue a waiter op behind everything pushed on the var so far; it runs in the thread that
-  // grants it and wakes this one.
-  WakeSignal signal;
+  // The var's poison and the device work still fencing it, read while the var is ours: at once
+  // if nothing is pending on it, else by a waiter op queued behind everything pushed on it so
+  // far, which runs in the thread that grants it and wakes this one.
   ErrorRef poison;
-  OpRecord* op = acquire_op_record();
-  op->set_callable([&signal, &poison, state] {
+  std::vector<DeviceWorkRef> fences;
+  bool write_fenced = false;  // fences.front() is the var's write fence
+  auto observe = [&] {
     poison = state->poison;
-    signal.set();
-  });
-  const Var vars[1] = {var};
-  prepare(op, cpu(), for_write ? VarList{} : VarList(vars), for_write ? VarList(vars) : VarList{},
-          OpProps{.name = call, .no_skip = true});
-  op->is_waiter = true;
-  op->profile_id = 0;  // waits are not ops of the program
-  enqueue_on_vars(op);
-  signal.wait();
+    if (!state->fenced) return;
+    write_fenced = state->fences->write != nullptr;
+    state->fences->collect(for_write, fences);
+  };
+  state->lock.lock();
+  const bool ready = for_write ? state->idle() : state->readable();
+  if (ready) observe();
+  state->lock.unlock();
+  if (!ready) {
+    WakeSignal signal;
+    OpRecord* op = acquire_op_record();
+    op->set_callable([&signal, &observe, state] {
+      state->lock.lock();  // concurrent readers may add read fences
+      observe();
+      state->lock.unlock();
+      signal.set();
+    });
+    const Var vars[1] = {var};
+    prepare(op, cpu(), for_write ? VarList{} : VarList(vars), for_write ? VarList(vars) : VarList{},
+            OpProps{.name = call, .no_skip = true});
+    op->is_waiter = true;
+    op->profile_id = 0;  // waits are not ops of the program
+    enqueue_on_vars(op);
+    signal.wait();
+  }
+  // Host-side wait for the device work; a poison is newer than every fence the var still has.
+  for (const DeviceWorkRef& work : fences) wait_for(*work);
+  if (!poison && write_fenced) poison = device_error(*fences.front());
   throw_if_poisoned(poison);
 }
 
@@ -169,6 +236,8 @@ void ThreadedEngine::wait_all() {
   check_not_inside_op("wait_all");
   while (!wait_in_flight_at_most(0, std::chrono::hours(1))) {
   }
+  // Every op has completed; accelerator ops completed at launch, their work may still run.
+  settle_device_work();
   throw_first_unthrown_error();
 }
 
@@ -180,6 +249,16 @@ bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
   }
   // Every op has counted itself complete; wait for the last of them to stop touching `this`.
   while (releasing_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  try {
+    settle_device_work();  // device work may still use memory that vars' owners free next
+  } catch (...) {
+    log().error("engine shutdown: could not record a device error");
+  }
+  {
+    std::lock_guard lock(accel_mutex_);
+    for (auto& slot : accel_slots_) slot.store(nullptr, std::memory_order_relaxed);
+    accel_.clear();  // joins the launchers: nothing is pending, so they are idle
+  }
   cpu_.reset();
   return true;
 }

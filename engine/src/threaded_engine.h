@@ -14,11 +14,14 @@
 // bumps `completed_` and then reads `blocked_threads_`.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <vector>
 
+#include "accel_executor.h"
 #include "cpu_executor.h"
 #include "engine_core.h"
 
@@ -41,6 +44,12 @@ class ThreadedEngine final : public EngineCore {
  private:
   void release(OpRecord* op) noexcept override;
   std::string lane_name(int worker) const override;
+  void resolve_failures_before_locked(std::uint64_t sequence) override;
+  // The executor of accelerator `device`, created on first use.
+  AcceleratorExecutor& accelerator_executor(Device device);
+  std::vector<AcceleratorExecutor*> accelerator_executors();
+  // Waits for all device work launched so far and resolves its failures (wait_all, shutdown).
+  void settle_device_work();
   void enqueue_on_vars(OpRecord* op);
   void dispatch(OpRecord* op) noexcept;
   void wait_on_var(Var var, bool for_write, const char* call);
@@ -64,6 +73,12 @@ class ThreadedEngine final : public EngineCore {
   std::mutex blocked_mutex_;
   std::condition_variable blocked_cv_;
   std::unique_ptr<CpuExecutor> cpu_;
+
+  // Accelerator executors, indexed by (kind, id); a slot is set once under accel_mutex_.
+  static constexpr int kMaxAcceleratorsPerKind = 64;
+  std::array<std::atomic<AcceleratorExecutor*>, 2 * kMaxAcceleratorsPerKind> accel_slots_{};
+  std::mutex accel_mutex_;
+  std::vector<std::unique_ptr<AcceleratorExecutor>> accel_;  // guarded by accel_mutex_
 };
 
 }  // namespace tandem::detail

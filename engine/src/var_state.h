@@ -8,10 +8,14 @@
 //   read and write; a read waits for the earlier write.
 // - `poison` is written only by the op holding the var for writing (when it finishes) and read
 //   only by ops holding it; the grant hand-off under `lock` orders those accesses.
+// - `fenced` is true exactly when `fences` holds device work (see device_work.h). Every op
+//   granted while it is set is marked `needs_fence_sync`, so a CPU op settles fences only when
+//   a var it holds has some: the pure-CPU path pays one byte test at grant.
 #pragma once
 
 #include <cstdint>
 
+#include "device_work.h"
 #include "error_record.h"
 #include "spin_lock.h"
 #include "tandem/detail/op_record.h"
@@ -24,10 +28,24 @@ struct VarState {
   VarSlot* tail = nullptr;
   std::uint32_t active_reads = 0;
   bool write_active = false;
+  bool fenced = false;
   ErrorRef poison;
   // Profiler only: the last profiled op pushed that writes this var (its dependency source).
   std::uint64_t last_writer_profile_id = 0;
   VarState* next_free = nullptr;  // pool link while unused
+  // Device work still possibly running on the var (allocated at its first fence, kept for reuse).
+  VarFences* fences = nullptr;
+
+  // Under `lock`.
+  void clear_fences() {
+    if (fences != nullptr) fences->clear();
+    fenced = false;
+  }
+  VarFences& fences_for_update() {
+    if (fences == nullptr) fences = new VarFences();
+    fenced = true;
+    return *fences;
+  }
 
   // True when nothing holds the var and nothing waits for it.
   bool idle() const { return head == nullptr && !write_active && active_reads == 0; }
@@ -75,6 +93,7 @@ struct VarState {
 
  private:
   void take(VarSlot* slot) {
+    if (fenced) slot->op->needs_fence_sync.store(true, std::memory_order_relaxed);
     if (slot->write) {
       write_active = true;
     } else {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -16,6 +17,10 @@
 #include "tandem/device.h"
 #include "tandem/op_props.h"
 #include "tandem/run_context.h"
+
+namespace tandem {
+class DeviceEvent;
+}
 
 namespace tandem::detail {
 
@@ -66,6 +71,10 @@ struct alignas(64) OpRecord {
   bool is_waiter = false;
   // Completion has been handed to the op (async ops) and must not be taken twice.
   bool completion_taken = false;
+  // A var was granted to the op while it carried device fences: a CPU op settles them before
+  // it runs. Set under the var's lock by whichever thread grants (hence atomic); the grant's
+  // hand-off through `pending_vars` makes it visible to the thread that runs the op.
+  std::atomic<bool> needs_fence_sync{false};
 
   // --- line 2: scheduling state --------------------------------------------------------------
   // Vars not yet granted to this op, plus one held by push until it has queued on every var.
@@ -97,6 +106,10 @@ struct alignas(64) OpRecord {
   std::uint64_t ready_sequence = 0;
   // Per-engine scratch (the naive engine keeps the pusher's completion signal here).
   void* engine_token = nullptr;
+  // Accelerator ops: the stream the op was launched on (RunContext::stream), and, when
+  // profiled, the timing events recorded before and after its body.
+  Stream* stream = nullptr;
+  std::shared_ptr<DeviceEvent> start_event, end_event;
   // Profiling times and dependency edges.
   std::int64_t push_ns = 0, ready_ns = 0, start_ns = 0;
   std::atomic<std::uint8_t> num_depends_on{0};

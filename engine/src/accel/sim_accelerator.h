@@ -1,0 +1,16 @@
+// SimAccelerator: a sim(i) device, the modelled accelerator that stands in for a GPU on machines
+// without one. Per device: `compute_streams` compute streams, one h2d, one d2h, one peer (copy_d2d)
+// and one comm stream, each a SimStream (its own CPU thread); device memory with a modelled
+// capacity and pinned host memory, both behind caching MemoryPools. Kernels are the ops' CPU
+// bodies, so results are real; the streams stretch them to the cost model's durations.
+#pragma once
+
+#include <memory>
+
+#include "tandem/accel/accelerator.h"
+
+namespace tandem::detail {
+
+std::unique_ptr<Accelerator> make_sim_accelerator(int id, const AcceleratorConfig& config);
+
+}  // namespace tandem::detail

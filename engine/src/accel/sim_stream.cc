@@ -1,0 +1,176 @@
+#include "sim_stream.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "tandem/errors.h"
+
+namespace tandem::detail {
+
+namespace {
+
+std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::chrono::nanoseconds SimStreamModel::duration(const WorkCost& cost) const {
+  const double compute_s = flops_per_s > 0 ? cost.flops / flops_per_s : 0.0;
+  const double transfer_s = bytes_per_s > 0 ? cost.bytes / bytes_per_s : 0.0;
+  const double work_ns = std::max(compute_s, transfer_s) * 1e9;
+  return latency + std::chrono::nanoseconds(static_cast<std::int64_t>(work_ns));
+}
+
+std::string sim_stream_name(Device device, Queue queue, int index) {
+  std::string name = to_string(device) + " ";
+  switch (queue) {
+    case Queue::compute:
+      return name + "compute " + std::to_string(index);
+    case Queue::copy_h2d:
+      return name + "h2d";
+    case Queue::copy_d2h:
+      return name + "d2h";
+    case Queue::copy_d2d:
+      return name + "peer";
+    case Queue::comm:
+      return name + "comm";
+  }
+  return name + queue_name(queue);
+}
+
+SimStream::SimStream(Device device, Queue queue, int index, SimStreamModel model)
+    : device_(device),
+      queue_(queue),
+      index_(index),
+      name_(sim_stream_name(device, queue, index)),
+      model_(model),
+      thread_([this] { run(); }) {}
+
+SimStream::~SimStream() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  not_empty_.notify_all();
+  thread_.join();
+}
+
+void SimStream::push(Item item) {
+  {
+    std::unique_lock lock(mutex_);
+    not_full_.wait(lock, [this] { return items_.size() < kCapacity; });
+    items_.push_back(std::move(item));
+  }
+  not_empty_.notify_one();
+}
+
+void SimStream::wait(const EventRef& event) {
+  if (!event) return;
+  auto sim_event = std::dynamic_pointer_cast<SimEvent>(event);
+  if (!sim_event) {
+    throw Error("tandem: " + name_ + " cannot wait on an event of " + to_string(event->device()) +
+                ": only events of sim devices can be waited on");
+  }
+  Item item;
+  item.kind = Kind::wait;
+  item.event = std::move(sim_event);
+  push(std::move(item));
+}
+
+EventRef SimStream::record(bool timing) {
+  auto event = std::make_shared<SimEvent>(device_, timing);
+  Item item;
+  item.kind = Kind::record;
+  item.event = event;
+  push(std::move(item));
+  return event;
+}
+
+void SimStream::enqueue_host(std::function<void()> work, WorkCost cost) {
+  Item item;
+  item.kind = Kind::host;
+  item.work = std::move(work);
+  item.cost = cost;
+  push(std::move(item));
+}
+
+void SimStream::copy(void* dst, const void* src, std::size_t bytes) {
+  Item item;
+  item.kind = Kind::copy;
+  item.cost.bytes = static_cast<double>(bytes);
+  item.dst = dst;
+  item.src = src;
+  push(std::move(item));
+}
+
+void SimStream::synchronize() {
+  auto event = std::static_pointer_cast<SimEvent>(record());
+  event->wait();
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(mutex_);
+    error = std::exchange(unreported_, nullptr);
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+void SimStream::run() {
+  for (;;) {
+    Item item;
+    {
+      std::unique_lock lock(mutex_);
+      not_empty_.wait(lock, [this] { return stopping_ || !items_.empty(); });
+      if (items_.empty()) return;  // stopping, and everything enqueued has run
+      item = std::move(items_.front());
+      items_.pop_front();
+    }
+    not_full_.notify_one();
+    process(item);
+  }
+}
+
+void SimStream::fail(std::exception_ptr error) {
+  if (segment_error_) return;
+  segment_error_ = error;
+  std::lock_guard lock(mutex_);
+  if (!unreported_) unreported_ = std::move(error);
+}
+
+template <class Body>
+void SimStream::hold(const WorkCost& cost, Body&& body) {
+  if (segment_error_) return;  // downstream of a failure: skipped, like a poisoned op
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    body();
+  } catch (...) {
+    fail(std::current_exception());
+  }
+  std::this_thread::sleep_until(start + model_.duration(cost));
+}
+
+void SimStream::process(Item& item) {
+  switch (item.kind) {
+    case Kind::host:
+      hold(item.cost, item.work);
+      item.work = nullptr;  // captures (buffers, pools) go before the next item runs
+      break;
+    case Kind::copy:
+      hold(item.cost, [&] {
+        const auto bytes = static_cast<std::size_t>(item.cost.bytes);
+        if (bytes > 0) std::memmove(item.dst, item.src, bytes);
+      });
+      break;
+    case Kind::wait:
+      item.event->wait();
+      if (std::exception_ptr error = item.event->error()) fail(error);
+      break;
+    case Kind::record:
+      item.event->complete(std::exchange(segment_error_, nullptr),
+                           steady_ns(std::chrono::steady_clock::now()));
+      break;
+  }
+}
+
+}  // namespace tandem::detail

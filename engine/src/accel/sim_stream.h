@@ -1,0 +1,113 @@
+// SimStream: one stream of a sim(i) device, a CPU thread that works through a FIFO of items.
+//
+// Items are host work (an op's CPU kernel), copies (memcpy), waits on events and event records.
+// A host item or a copy is *held* for its modelled duration
+//   latency + max(flops / compute rate, bytes / bandwidth)
+// (bandwidth: device memory on compute streams, the bus on copy and comm streams), or for as long
+// as its body really takes when that is longer. Holding is a sleep_until, never a spin: on a
+// small machine the stream threads must leave the cores to the CPU work they overlap with.
+//
+// Invariants:
+// - Only the stream thread runs items, one at a time, in enqueue order.
+// - `segment_error_` (stream thread only) is the first failure since the last record: an item
+//   that throws, or a waited event that carries an error. While it is set, host items and
+//   copies are skipped; the next record completes its event with it and clears it. This is
+//   the error rule of tandem/accel/stream.h.
+// - The FIFO holds at most `kCapacity` items; enqueuing past it blocks until the thread has
+//   caught up (like a full CUDA launch queue). This cannot deadlock: an event is recorded
+//   (enqueued) before any wait on it, so every wait names work that is already queued.
+// - An idle stream thread sleeps on `not_empty_` (0% CPU).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "sim_event.h"
+#include "tandem/accel/stream.h"
+
+namespace tandem::detail {
+
+// The cost model of one stream, in SI units.
+struct SimStreamModel {
+  double flops_per_s = 1e12;
+  double bytes_per_s = 1e10;
+  std::chrono::nanoseconds latency{5000};
+  // How long an item with `cost` is held.
+  std::chrono::nanoseconds duration(const WorkCost& cost) const;
+};
+
+class SimStream final : public Stream {
+ public:
+  static constexpr std::size_t kCapacity = 4096;
+
+  SimStream(Device device, Queue queue, int index, SimStreamModel model);
+  // Finishes every item already enqueued, then joins the thread.
+  ~SimStream() override;
+  SimStream(const SimStream&) = delete;
+  SimStream& operator=(const SimStream&) = delete;
+
+  Device device() const override { return device_; }
+  Queue queue() const override { return queue_; }
+  int index() const override { return index_; }
+  const char* name() const override { return name_.c_str(); }
+
+  void wait(const EventRef& event) override;
+  EventRef record(bool timing = false) override;
+  void enqueue_host(std::function<void()> work, WorkCost cost) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  // Waits for everything enqueued so far, then throws the first failure since the last
+  // synchronize (a failed item, or a failed event this stream waited on), if any.
+  void synchronize() override;
+  void* native_handle() override { return nullptr; }
+
+  const SimStreamModel& model() const { return model_; }
+
+ private:
+  enum class Kind : std::uint8_t { host, copy, wait, record };
+  struct Item {
+    Kind kind = Kind::host;
+    std::function<void()> work;       // host
+    WorkCost cost;                    // host, copy
+    void* dst = nullptr;              // copy
+    const void* src = nullptr;        // copy
+    std::shared_ptr<SimEvent> event;  // wait, record
+  };
+
+  void push(Item item);
+  void run();
+  void process(Item& item);
+  // Runs `body` unless the segment has failed, then holds until `start + duration`.
+  template <class Body>
+  void hold(const WorkCost& cost, Body&& body);
+  void fail(std::exception_ptr error);
+
+  const Device device_;
+  const Queue queue_;
+  const int index_;
+  const std::string name_;
+  const SimStreamModel model_;
+
+  std::mutex mutex_;
+  std::condition_variable not_empty_;
+  std::condition_variable not_full_;
+  std::deque<Item> items_;         // guarded by mutex_
+  bool stopping_ = false;          // guarded by mutex_
+  std::exception_ptr unreported_;  // guarded by mutex_: first failure since synchronize()
+
+  std::exception_ptr segment_error_;  // stream thread only
+  std::thread thread_;
+};
+
+// "sim(0) compute 1", "sim(0) h2d", "sim(0) d2h", "sim(0) peer", "sim(0) comm".
+std::string sim_stream_name(Device device, Queue queue, int index);
+
+}  // namespace tandem::detail

@@ -1,0 +1,92 @@
+#include "accel_executor.h"
+
+#include <utility>
+
+#include "logging.h"
+
+namespace tandem::detail {
+
+AcceleratorExecutor::AcceleratorExecutor(Accelerator& accelerator, EngineCore& engine,
+                                         bool synchronize_each_op)
+    : accelerator_(accelerator),
+      engine_(engine),
+      synchronize_each_op_(synchronize_each_op),
+      launcher_([this] { run(); }) {}
+
+AcceleratorExecutor::~AcceleratorExecutor() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  launcher_.join();
+}
+
+void AcceleratorExecutor::submit(OpRecord* op) {
+  {
+    std::lock_guard lock(mutex_);
+    op->ready_sequence = next_sequence_++;
+    ready_.push(op);
+  }
+  wake_.notify_one();
+}
+
+void AcceleratorExecutor::run() {
+  for (;;) {
+    OpRecord* op = nullptr;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
+      if (ready_.empty()) return;  // stopping and nothing left
+      op = ready_.top();
+      ready_.pop();
+    }
+    engine_.launch(op, pick_stream(*op), synchronize_each_op_, this);
+    prune();
+  }
+}
+
+Stream& AcceleratorExecutor::pick_stream(const OpRecord& op) {
+  if (op.props.queue != Queue::compute) return accelerator_.stream(op.props.queue);
+  // Round-robin: independent ops land on different streams and overlap; dependent ones are
+  // ordered by their fences whatever stream they land on.
+  const int index = next_compute_;
+  next_compute_ = (next_compute_ + 1) % accelerator_.compute_streams();
+  return accelerator_.stream(Queue::compute, index);
+}
+
+void AcceleratorExecutor::track(DeviceWorkRef work) {
+  std::lock_guard lock(outstanding_mutex_);
+  outstanding_.push_back(std::move(work));
+}
+
+std::vector<DeviceWorkRef> AcceleratorExecutor::outstanding() const {
+  std::lock_guard lock(outstanding_mutex_);
+  return {outstanding_.begin(), outstanding_.end()};
+}
+
+void AcceleratorExecutor::prune() {
+  std::vector<DeviceWorkRef> failed;
+  std::size_t ended = 0;
+  {
+    std::lock_guard lock(outstanding_mutex_);
+    while (ended < outstanding_.size() && outstanding_[ended]->done->query()) {
+      if (outstanding_[ended]->done->error()) failed.push_back(outstanding_[ended]);
+      ++ended;
+    }
+  }
+  if (ended == 0) return;
+  // Resolve before dropping, so that a resolution elsewhere still finds the failure while it
+  // looks for the origin of a downstream skip (see EngineCore::resolve_failures_before_locked).
+  for (const DeviceWorkRef& work : failed) {
+    try {
+      engine_.device_error(*work);
+    } catch (...) {
+      log().error("could not record the device error of op '{}'", work->op_name);
+    }
+  }
+  std::lock_guard lock(outstanding_mutex_);
+  outstanding_.erase(outstanding_.begin(), outstanding_.begin() + static_cast<long>(ended));
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,129 @@
+// The sim backend on its own: streams, events, errors, memory and the registry.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim_test_support.h"
+
+using namespace tandem;
+using namespace tandem_test;
+
+TEST_CASE("work on one sim stream runs one item at a time in enqueue order") {
+  use_sim_test_config();
+  Stream& stream = accelerator(sim(0)).stream(Queue::compute, 0);
+  std::vector<int> order;  // touched only by the stream thread until synchronize returns
+  for (int i = 0; i < 50; ++i) stream.enqueue_host([&order, i] { order.push_back(i); }, {});
+  stream.synchronize();
+  REQUIRE(order.size() == 50);
+  for (int i = 0; i < 50; ++i) CHECK(order[static_cast<std::size_t>(i)] == i);
+}
+
+TEST_CASE("a sim item is held for its modelled duration and timing events record it") {
+  use_sim_test_config();
+  Stream& stream = accelerator(sim(0)).stream(Queue::compute, 1);
+  EventRef before = stream.record(true);
+  stream.enqueue_host([] {}, cost_ms(5));
+  EventRef after = stream.record(true);
+  after->synchronize();
+  REQUIRE(before->query());
+  CHECK(ms_between(before->time_ns(), after->time_ns()) >= 5.0);
+  CHECK(stream.record(false)->time_ns() == -1);  // no timing asked for
+}
+
+TEST_CASE("copies are held for the bus model and move the bytes") {
+  use_sim_test_config();
+  Accelerator& device = accelerator(sim(0));
+  Stream& h2d = device.stream(Queue::copy_h2d);
+  std::vector<char> src(2'000'000, 'x'), dst(2'000'000, 0);
+  EventRef before = h2d.record(true);
+  h2d.copy(dst.data(), src.data(), src.size());
+  EventRef after = h2d.record(true);
+  h2d.synchronize();
+  CHECK(ms_between(before->time_ns(), after->time_ns()) >= 2.0);  // 2 MB at 1 GB/s
+  CHECK(dst == src);
+  CHECK(std::string(h2d.name()) == "sim(0) h2d");
+  CHECK(std::string(device.stream(Queue::compute, 1).name()) == "sim(0) compute 1");
+}
+
+TEST_CASE("a stream that waits on an event runs after it, across streams and devices") {
+  use_sim_test_config();
+  Stream& producer = accelerator(sim(0)).stream(Queue::compute, 0);
+  Stream& consumer = accelerator(sim(1)).stream(Queue::compute, 0);
+  int value = 0;
+  int seen = -1;
+  producer.enqueue_host([&value] { value = 42; }, cost_ms(10));
+  consumer.wait(producer.record());
+  consumer.enqueue_host([&value, &seen] { seen = value; }, {});
+  consumer.synchronize();
+  CHECK(seen == 42);
+}
+
+TEST_CASE("a failing item fails the next event and synchronize throws its error") {
+  use_sim_test_config();
+  Stream& stream = accelerator(sim(0)).stream(Queue::compute, 0);
+  stream.enqueue_host([] { throw std::runtime_error("kernel exploded"); }, {});
+  bool later_ran = false;
+  stream.enqueue_host([&later_ran] { later_ran = true; }, {});  // same segment: skipped
+  EventRef failed = stream.record();
+  CHECK_THROWS_WITH(failed->synchronize(), "kernel exploded");
+  CHECK(failed->error() != nullptr);
+  CHECK_FALSE(later_ran);
+  CHECK_THROWS_WITH(stream.synchronize(), "kernel exploded");
+  // The next segment is clean again.
+  stream.enqueue_host([] {}, {});
+  EventRef clean = stream.record();
+  clean->synchronize();
+  CHECK(clean->error() == nullptr);
+  CHECK_NOTHROW(stream.synchronize());
+}
+
+TEST_CASE("work downstream of a failed event is skipped and its event carries the same error") {
+  use_sim_test_config();
+  Stream& upstream = accelerator(sim(0)).stream(Queue::compute, 0);
+  Stream& downstream = accelerator(sim(1)).stream(Queue::compute, 1);
+  upstream.enqueue_host([] { throw std::runtime_error("upstream failed"); }, cost_ms(2));
+  EventRef failed = upstream.record();
+  downstream.wait(failed);
+  bool ran = false;
+  downstream.enqueue_host([&ran] { ran = true; }, {});
+  EventRef skipped = downstream.record();
+  CHECK_THROWS_WITH(skipped->synchronize(), "upstream failed");
+  CHECK(skipped->error() == failed->error());  // the same exception object
+  CHECK_FALSE(ran);
+  CHECK_THROWS(upstream.synchronize());
+  CHECK_THROWS(downstream.synchronize());
+}
+
+TEST_CASE("sim device memory runs out at its modelled capacity with a clear error") {
+  use_sim_test_config();
+  Accelerator& device = accelerator(sim(1));
+  CHECK(device.memory_capacity() == 64u << 20);
+  MemoryBlock block = device.device_pool().allocate(40u << 20);
+  CHECK(block.data != nullptr);
+  std::memset(block.data, 1, 40u << 20);  // real memory
+  CHECK_THROWS_AS(device.device_pool().allocate(40u << 20), OutOfMemoryError);
+  device.device_pool().free(block);
+  MemoryBlock again = device.device_pool().allocate(40u << 20);
+  CHECK(again.data != nullptr);
+  device.device_pool().free(again);
+  MemoryBlock pinned = device.pinned_pool().allocate(1u << 20);
+  CHECK(pinned.data != nullptr);
+  device.pinned_pool().free(pinned);
+}
+
+TEST_CASE("the registry counts sim devices and names a missing device and the count") {
+  use_sim_test_config();
+  CHECK(accelerator_count(DeviceKind::cpu) == 1);
+  CHECK(accelerator_count(DeviceKind::sim) == 2);
+#ifndef TANDEM_HAVE_CUDA
+  CHECK(accelerator_count(DeviceKind::cuda) == 0);
+  CHECK_THROWS_WITH_AS(accelerator(cuda(0)), doctest::Contains("gpu(0)"), Error);
+#endif
+  CHECK_THROWS_WITH_AS(accelerator(sim(2)), doctest::Contains("2 sim devices"), Error);
+  CHECK_THROWS_AS(accelerator(cpu()), Error);
+  CHECK(&accelerator(sim(1)) == &accelerator(sim(1)));
+  CHECK(accelerator(sim(0)).compute_streams() == 2);
+  CHECK_THROWS_AS(configure_accelerators(sim_test_config()), Error);  // too late now
+  CHECK(accelerator(sim(0)).description().find("sim(0)") == 0);
+}

@@ -1,0 +1,57 @@
+// Helpers shared by the sim tests: one process-wide accelerator configuration with a slow cost
+// model, so that modelled durations (milliseconds) dominate the CPU time of the test bodies on
+// a noisy 2-core machine, and engines of each kind.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <tandem/accel/accelerator.h>
+#include <tandem/engine.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace tandem_test {
+
+// 1 GFLOP/s compute, 1 GB/s memory and bus: 1e6 flops or bytes last 1 ms.
+inline constexpr double kFlopsPerMs = 1e6;
+
+inline tandem::AcceleratorConfig sim_test_config() {
+  tandem::AcceleratorConfig config;
+  config.sim_devices = 2;
+  config.compute_streams = 2;
+  config.sim_gflops = 1.0;
+  config.sim_memory_gbps = 1.0;
+  config.sim_bus_gbps = 1.0;
+  config.sim_latency_us = 10.0;
+  config.sim_memory_mb = 64;
+  return config;
+}
+
+// Every test calls this first: the accelerators are process-wide and configured once.
+inline void use_sim_test_config() {
+  static std::once_flag once;
+  std::call_once(once, [] { tandem::configure_accelerators(sim_test_config()); });
+}
+
+// A cost that the sim model holds for `ms` milliseconds.
+inline tandem::WorkCost cost_ms(double ms) {
+  return {.flops = ms * kFlopsPerMs, .bytes = 0};
+}
+
+inline std::unique_ptr<tandem::Engine> make_engine(tandem::EngineKind kind,
+                                                   bool synchronize_each_op = false) {
+  use_sim_test_config();
+  tandem::EngineConfig config;
+  config.kind = kind;
+  config.cpu_workers = 2;
+  config.accel.synchronize_each_op = synchronize_each_op;
+  return tandem::Engine::create(config);
+}
+
+inline double ms_between(std::int64_t from_ns, std::int64_t to_ns) {
+  return static_cast<double>(to_ns - from_ns) / 1e6;
+}
+
+}  // namespace tandem_test
