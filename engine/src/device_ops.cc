@@ -105,7 +105,8 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   op->worker = stream.index();
   const DeviceKind kind = stream.device().kind;
   std::exception_ptr error;
-  std::vector<DeviceWorkRef> device_waits;
+  // Device-side waits: (work, whether the op reads what it produced).
+  std::vector<std::pair<DeviceWorkRef, bool>> device_waits;
   ErrorRef fence_error;
   try {
     if (op->needs_fence_sync.load(std::memory_order_relaxed)) {
@@ -125,7 +126,9 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
           // failure upstream, which a device-side wait would skip, so it waits on the host, as
           // does an op whose fence is another backend's event.
           if (work.device.kind == kind && !op->props.no_skip) {
-            device_waits.push_back(works[w]);
+            // Only the write fence of a var the op reads passes its failure on; the others
+            // (write after write, write after read) only order.
+            device_waits.emplace_back(works[w], counts && w == 0);
             continue;
           }
           wait_for(work);
@@ -150,8 +153,22 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   if (profiled) op->start_ns = profiling::now_ns();
   if (!error) {
     try {
-      for (const DeviceWorkRef& work : device_waits) stream.wait(work->done);
-      if (profiled) op->start_event = stream.record(/*timing=*/true);
+      for (const auto& [work, reads_result] : device_waits) {
+        if (reads_result) {
+          stream.wait(work->done);
+        } else {
+          stream.wait_for_order(work->done);
+        }
+      }
+      if (profiled) {
+        // The start marker sits after the waits, so it is when the op's work can begin. A
+        // record closes the stream's error segment, so the waits that pass a failure on are
+        // issued again behind it (they are already satisfied there, in stream order).
+        op->start_event = stream.record(/*timing=*/true);
+        for (const auto& [work, reads_result] : device_waits) {
+          if (reads_result) stream.wait(work->done);
+        }
+      }
     } catch (...) {
       error = std::current_exception();
     }
@@ -193,10 +210,13 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
     }
   }
   if (!fenced) {
-    // Per-op synchronization (the baseline mode, the naive engine), or fencing failed.
+    // Per-op synchronization (the baseline mode, the naive engine), or fencing failed. The
+    // event closes exactly this op's work, so its error is this op's (Stream::synchronize
+    // would also report older failures of the shared stream).
     try {
-      if (profiled) op->end_event = stream.record(/*timing=*/true);
-      stream.synchronize();
+      EventRef done = stream.record(profiled);
+      if (profiled) op->end_event = done;
+      done->synchronize();
     } catch (...) {
       if (!error) error = std::current_exception();
     }

@@ -67,6 +67,14 @@ void SimStream::push(Item item) {
 }
 
 void SimStream::wait(const EventRef& event) {
+  push_wait(event, /*inherit_error=*/true);
+}
+
+void SimStream::wait_for_order(const EventRef& event) {
+  push_wait(event, /*inherit_error=*/false);
+}
+
+void SimStream::push_wait(const EventRef& event, bool inherit_error) {
   if (!event) return;
   auto sim_event = std::dynamic_pointer_cast<SimEvent>(event);
   if (!sim_event) {
@@ -76,6 +84,7 @@ void SimStream::wait(const EventRef& event) {
   Item item;
   item.kind = Kind::wait;
   item.event = std::move(sim_event);
+  item.inherit_error = inherit_error;
   push(std::move(item));
 }
 
@@ -164,7 +173,7 @@ void SimStream::process(Item& item) {
       break;
     case Kind::wait:
       item.event->wait();
-      if (std::exception_ptr error = item.event->error()) fail(error);
+      if (std::exception_ptr error = item.event->error(); error && item.inherit_error) fail(error);
       break;
     case Kind::record:
       item.event->complete(std::exchange(segment_error_, nullptr),

@@ -61,6 +61,7 @@ class SimStream final : public Stream {
   const char* name() const override { return name_.c_str(); }
 
   void wait(const EventRef& event) override;
+  void wait_for_order(const EventRef& event) override;
   EventRef record(bool timing = false) override;
   void enqueue_host(std::function<void()> work, WorkCost cost) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
@@ -80,9 +81,11 @@ class SimStream final : public Stream {
     void* dst = nullptr;              // copy
     const void* src = nullptr;        // copy
     std::shared_ptr<SimEvent> event;  // wait, record
+    bool inherit_error = true;        // wait: a failed event fails this segment
   };
 
   void push(Item item);
+  void push_wait(const EventRef& event, bool inherit_error);
   void run();
   void process(Item& item);
   // Runs `body` unless the segment has failed, then holds until `start + duration`.

@@ -70,6 +70,11 @@ class Stream {
   // Work enqueued after this call waits for `event` (device-side; the caller does not block).
   // Waiting on an event of this same stream is a no-op.
   virtual void wait(const EventRef& event) = 0;
+  // Like wait(), for ordering only: a failure of `event` does not skip this stream's work. The
+  // engine uses it where the later work does not read what the earlier work produced (a write
+  // after a write, a write after a read). The default waits like wait(), which orders just as
+  // well but lets the earlier failure skip the later work; backends override it.
+  virtual void wait_for_order(const EventRef& event) { wait(event); }
   // An event for everything enqueued so far. `timing`: the event also records when the device
   // reached it (costs a little more on cuda).
   virtual EventRef record(bool timing = false) = 0;
