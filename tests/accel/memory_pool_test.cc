@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -15,8 +16,11 @@
 
 namespace {
 
-// Host memory with a budget: past it `allocate` returns nullptr, like cudaMalloc failing.
+// Host memory with a budget: past it `allocate` returns nullptr, like cudaMalloc failing. The
+// pool calls its raw allocator outside its lock (RawAllocator's contract: thread-safe), so the
+// counters are guarded; the tests read them once the threads that allocate are done.
 struct BudgetAllocator : tandem::RawAllocator {
+  std::mutex mutex;
   std::size_t budget;
   std::size_t used = 0;
   int allocations = 0;
@@ -26,6 +30,7 @@ struct BudgetAllocator : tandem::RawAllocator {
   explicit BudgetAllocator(std::size_t bytes) : budget(bytes) {}
 
   void* allocate(std::size_t bytes) override {
+    std::lock_guard lock(mutex);
     if (used + bytes > budget) {
       ++failures;
       return nullptr;
@@ -35,6 +40,7 @@ struct BudgetAllocator : tandem::RawAllocator {
     return std::malloc(bytes);
   }
   void deallocate(void* data, std::size_t bytes) noexcept override {
+    std::lock_guard lock(mutex);
     used -= bytes;
     ++deallocations;
     std::free(data);

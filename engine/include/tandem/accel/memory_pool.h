@@ -48,7 +48,9 @@ struct MemoryBlock {
 };
 
 // The memory underneath a pool. `allocate` returns nullptr when there is no memory left (it
-// may throw tandem::Error for other failures).
+// may throw tandem::Error for other failures). Both calls must be thread-safe: the pool calls
+// them outside its own lock, so that a slow device allocation never stalls threads that only
+// hit the cache or free.
 class RawAllocator {
  public:
   virtual ~RawAllocator() = default;
@@ -59,10 +61,10 @@ class RawAllocator {
 struct MemoryPoolStats {
   std::uint64_t raw_allocations = 0;  // calls to the raw allocator that succeeded
   std::uint64_t raw_frees = 0;
-  std::uint64_t cache_hits = 0;  // requests served from the cache
+  std::uint64_t cache_hits = 0;   // requests served from the cache
   std::uint64_t oom_retries = 0;  // times the cache was emptied to retry an allocation
-  std::size_t bytes_in_use = 0;  // handed out and not freed
-  std::size_t bytes_cached = 0;  // freed, kept for reuse
+  std::size_t bytes_in_use = 0;   // handed out and not freed
+  std::size_t bytes_cached = 0;   // freed, kept for reuse
   std::size_t peak_bytes_in_use = 0;
 };
 
