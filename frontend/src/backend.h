@@ -1,6 +1,6 @@
-// Which devices have a backend in this build. Today: the CPU. Accelerator backends (cuda, sim)
-// plug in here with their own issue; everything above asks require_backend before it allocates
-// on or pushes to a device.
+// Which devices exist: the CPU, and the accelerators the registry reports (sim(i) as
+// configured, cuda(i) as the CUDA runtime counts them). Everything above asks require_backend
+// before it allocates on or pushes to a device.
 #pragma once
 
 #include "tandem/device.h"

@@ -6,16 +6,48 @@
 #include "elementwise.h"
 #include "tandem/errors.h"
 #include "tandem/nd/ndarray.h"
+#include "transfer.h"
 
 namespace tandem::nd {
 
 namespace {
 
+// A dense array with the source's values on the source's device: what a transfer copies from.
+NDArray dense(const NDArray& source) {
+  return source.is_contiguous() ? source : source.copy();
+}
+
 NDArray copy_as(const NDArray& source, DType dtype, Device device, const char* op) {
   detail::check_defined(op, source);
+  if (device != source.device()) detail::check_transfer(op, source.device(), device);
   NDArray out = detail::allocate_array(source.engine(), source.shape(), dtype, device, op);
-  detail::push_copy(source, out, op);
+  if (device == source.device()) {
+    detail::push_copy(source, out, op);
+  } else {
+    // copyto keeps the dtype, so only the layout may need a same-device copy first.
+    detail::push_transfer(dense(source), out, op);
+  }
   return out;
+}
+
+void copy_between_devices(const NDArray& source, const NDArray& destination) {
+  if (&source.engine() != &destination.engine()) {
+    throw Error(
+        "tandem: copyto: the arrays belong to different engines; create them under the same "
+        "nd::EngineScope");
+  }
+  detail::check_transfer("copyto", source.device(), destination.device());
+  const NDArray from = dense(source);
+  if (destination.is_contiguous()) {
+    detail::push_transfer(from, destination, "copyto");
+    return;
+  }
+  // A strided destination: land the bytes in a dense array on its device, then scatter there.
+  const NDArray landed =
+      detail::allocate_array(destination.engine(), destination.shape(), destination.dtype(),
+                             destination.device(), "copyto");
+  detail::push_transfer(from, landed, "copyto");
+  detail::push_copy(landed, destination, "copyto");
 }
 
 }  // namespace
@@ -29,13 +61,15 @@ NDArray NDArray::copyto(Device device) const {
 }
 
 void NDArray::copyto(NDArray destination) const {
-  // Same device only, until accelerator backends bring their copy queues.
-  detail::check_same_place("copyto", {this, &destination});
+  detail::check_defined("copyto", *this);
+  detail::check_defined("copyto", destination);
   if (!(destination.shape() == shape())) {
     throw Error("tandem: copyto: the destination has shape " + destination.shape().to_string() +
                 ", the source " + shape().to_string() + "; they must match");
   }
   detail::check_same_dtype("copyto", *this, destination);
+  if (destination.device() != device()) return copy_between_devices(*this, destination);
+  detail::check_same_place("copyto", {this, &destination});
   const NDArray source = detail::overlaps_differently(*this, destination) ? copy() : *this;
   detail::push_copy(source, destination, "copyto");
 }

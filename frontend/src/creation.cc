@@ -6,11 +6,15 @@
 #include <string>
 
 #include "access.h"
+#include "backend.h"
 #include "checks.h"
+#include "device_kernel.h"
+#include "elementwise.h"
 #include "lazy_view.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
 #include "tandem/ops/cpu/copy.h"
+#include "tandem/ops/cuda/copy.h"
 
 namespace tandem::nd {
 
@@ -19,6 +23,10 @@ namespace {
 NDArray filled(const char* op, Engine& engine, const Shape& shape, double value, DType dtype,
                Device device) {
   NDArray out = detail::allocate_array(engine, shape, dtype, device, op);
+  if (device.is_accelerator()) {
+    detail::push_fill(out, value, op);
+    return out;
+  }
   const detail::DenseRef data = detail::dense_ref(out);
   const std::int64_t n = out.size();
   engine.push(
@@ -86,6 +94,18 @@ NDArray arange(double start, double stop, double step, DType dtype, Device devic
   const auto n = static_cast<std::int64_t>(std::max(0.0, count));
   NDArray out = detail::allocate_array(current_engine(), Shape{n}, dtype, device, "arange");
   const detail::DenseRef data = detail::dense_ref(out);
+  if (device.is_accelerator()) {
+    const WorkCost cost = detail::elementwise_cost(n, dtype, 1);
+    out.engine().push(
+        [data, n, dtype, start, step, cost](RunContext& ctx) {
+          const ops::ArrayView view = ops::contiguous_view(data.resolve(), dtype, Shape{n});
+          detail::enqueue_kernel(
+              ctx, cost, [view, start, step] { ops::cpu::arange(view, start, step); },
+              [&](Stream& stream) { ops::cuda::arange(view, start, step, stream); });
+        },
+        device, {}, {out.var()}, {.name = "arange"});
+    return out;
+  }
   out.engine().push(
       [data, n, dtype, start, step] {
         ops::cpu::arange(ops::contiguous_view(data.resolve(), dtype, Shape{n}), start, step);
@@ -107,6 +127,12 @@ NDArray copy_from_host(const char* op, const void* data, std::int64_t count, DTy
     throw Error(std::string("tandem: ") + op + ": " + std::to_string(count) +
                 " values do not fill shape " + shape.to_string() + " (" + std::to_string(n) +
                 " elements)");
+  }
+  // On an accelerator the values go through a host array and an H2D copy op, so the caller
+  // never waits for the device.
+  if (device.is_accelerator()) {
+    detail::require_backend(device, op);
+    return copy_from_host(op, data, count, dtype, shape, cpu()).copyto(device);
   }
   NDArray out = detail::allocate_array(current_engine(), shape, dtype, device, op);
   // The storage is fresh (no op can use it yet), so the copy happens here, in the caller.

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "backend.h"
+#include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
 
 namespace tandem {
@@ -25,8 +26,8 @@ std::string cpu_model() {
 }  // namespace
 
 int device_count(DeviceKind kind) {
-  // Accelerator backends arrive with their own issue; until then there are none.
-  return kind == DeviceKind::cpu ? 1 : 0;
+  // The accelerator registry knows the sim configuration and the CUDA runtime's count.
+  return kind == DeviceKind::cpu ? 1 : accelerator_count(kind);
 }
 
 bool device_available(Device device) {
@@ -35,6 +36,7 @@ bool device_available(Device device) {
 
 std::string device_name(Device device) {
   nd::detail::require_backend(device, "device_name");
+  if (device.is_accelerator()) return accelerator(device).description();
   static const std::string name =
       cpu_model() + ", " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
       " threads";

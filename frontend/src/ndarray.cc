@@ -149,6 +149,9 @@ void NDArray::wait_to_write() const {
 }
 
 void NDArray::read_into(void* destination, DType destination_dtype) const {
+  check_defined("to_vector", *this);
+  // Device memory is read through a D2H copy op into a host array, which is then read here.
+  if (device().is_accelerator()) return copyto(cpu()).read_into(destination, destination_dtype);
   wait_to_read();
   // The data is final once the wait returns: copy (and convert) it here, in the caller.
   ops::cpu::copy(view(), ops::contiguous_view(destination, destination_dtype, shape_));

@@ -8,11 +8,14 @@
 
 #include "access.h"
 #include "checks.h"
+#include "device_kernel.h"
 #include "generator_registry.h"
 #include "lazy_view.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
 #include "tandem/ops/cpu/random.h"
+#include "tandem/ops/cuda/random.h"
+#include "tandem/ops/philox.h"
 
 namespace tandem::nd::random {
 
@@ -92,6 +95,53 @@ namespace {
 
 enum class Distribution { uniform, normal };
 
+// Philox blocks a draw of n values consumes: what the kernels return, known before they run.
+// An accelerator draw advances the generator at launch, so the next draw (on any device) can
+// continue the stream while this one is still queued.
+std::uint64_t blocks_for(std::int64_t n, DType dtype) {
+  const std::int64_t per_block = dtype == DType::float32
+                                     ? ops::random::UniformDistribution::values_per_block<float>
+                                     : ops::random::UniformDistribution::values_per_block<double>;
+  static_assert(ops::random::UniformDistribution::values_per_block<float> ==
+                ops::random::NormalDistribution::values_per_block<float>);
+  static_assert(ops::random::UniformDistribution::values_per_block<double> ==
+                ops::random::NormalDistribution::values_per_block<double>);
+  return static_cast<std::uint64_t>((n + per_block - 1) / per_block);
+}
+
+void push_draw_on_accelerator(Engine& engine, const char* op, Distribution distribution,
+                              detail::PhiloxStream* stream, Var generator, const NDArray& out,
+                              double a, double b) {
+  const nd::detail::DenseRef data = nd::detail::dense_ref(out);
+  const std::int64_t n = out.size();
+  const DType dtype = out.dtype();
+  // Philox rounds per value: a dozen multiplies and adds.
+  const WorkCost cost = nd::detail::elementwise_cost(n, dtype, 1, 20.0);
+  engine.push(
+      [stream, data, n, dtype, distribution, a, b, cost](RunContext& ctx) {
+        const auto view = ops::contiguous_view(data.resolve(), dtype, Shape{n});
+        const std::uint64_t seed = stream->seed, counter = stream->counter;
+        stream->counter += blocks_for(n, dtype);
+        nd::detail::enqueue_kernel(
+            ctx, cost,
+            [view, distribution, a, b, seed, counter] {
+              if (distribution == Distribution::uniform) {
+                ops::cpu::random_uniform(view, a, b, seed, counter);
+              } else {
+                ops::cpu::random_normal(view, a, b, seed, counter);
+              }
+            },
+            [&](Stream& device_stream) {
+              if (distribution == Distribution::uniform) {
+                ops::cuda::random_uniform(view, a, b, seed, counter, device_stream);
+              } else {
+                ops::cuda::random_normal(view, a, b, seed, counter, device_stream);
+              }
+            });
+      },
+      out.device(), {}, {generator, out.var()}, {.name = op});
+}
+
 NDArray draw(const char* op, Distribution distribution, const Shape& shape, double a, double b,
              DType dtype, Device device, Generator* generator) {
   nd::detail::check_floating(op, dtype);
@@ -103,6 +153,10 @@ NDArray draw(const char* op, Distribution distribution, const Shape& shape, doub
   }
   NDArray out = nd::detail::allocate_array(engine, shape, dtype, device, op);
   detail::PhiloxStream* stream = source.state().stream;
+  if (device.is_accelerator()) {
+    push_draw_on_accelerator(engine, op, distribution, stream, source.var(), out, a, b);
+    return out;
+  }
   const nd::detail::DenseRef data = nd::detail::dense_ref(out);
   const std::int64_t n = out.size();
   engine.push(

@@ -5,9 +5,11 @@
 
 #include "access.h"
 #include "checks.h"
+#include "device_kernel.h"
 #include "lazy_view.h"
 #include "tandem/errors.h"
 #include "tandem/ops/cpu/reduce.h"
+#include "tandem/ops/cuda/reduce.h"
 
 namespace tandem::nd {
 
@@ -39,6 +41,19 @@ NDArray reduce_all(ReduceOp op, const NDArray& x) {
   const detail::LazyView in = detail::lazy_view(x);
   const detail::DenseRef result = detail::dense_ref(out);
   const DType dtype = out.dtype();
+  if (out.device().is_accelerator()) {
+    const WorkCost cost = detail::elementwise_cost(x.size(), x.dtype(), 1);
+    out.engine().push(
+        [op, in, result, dtype, cost](RunContext& ctx) {
+          const ops::ArrayView vi = in.resolve();
+          const ops::ArrayView vo = ops::contiguous_view(result.resolve(), dtype, Shape{1});
+          detail::enqueue_kernel(
+              ctx, cost, [op, vi, vo] { ops::cpu::reduce_all(op, vi, vo); },
+              [&](Stream& stream) { ops::cuda::reduce_all(op, vi, vo, stream); });
+        },
+        out.device(), {x.var()}, {out.var()}, {.name = name});
+    return out;
+  }
   out.engine().push(
       [op, in, result, dtype] {
         ops::cpu::reduce_all(op, in.resolve(),
@@ -62,6 +77,18 @@ NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
   // The kernel writes the dense result as the reduced shape; keepdims only adds a 1.
   detail::LazyView result = detail::lazy_view(out);
   result.layout = ops::contiguous_view(nullptr, out.dtype(), reduced);
+  if (out.device().is_accelerator()) {
+    const WorkCost cost = detail::elementwise_cost(x.size(), x.dtype(), 1);
+    out.engine().push(
+        [op, in, axis, result, cost](RunContext& ctx) {
+          const ops::ArrayView vi = in.resolve(), vo = result.resolve();
+          detail::enqueue_kernel(
+              ctx, cost, [op, vi, axis, vo] { ops::cpu::reduce_axis(op, vi, axis, vo); },
+              [&](Stream& stream) { ops::cuda::reduce_axis(op, vi, axis, vo, stream); });
+        },
+        out.device(), {x.var()}, {out.var()}, {.name = name});
+    return out;
+  }
   out.engine().push(
       [op, in, axis, result] { ops::cpu::reduce_axis(op, in.resolve(), axis, result.resolve()); },
       out.device(), {x.var()}, {out.var()}, {.name = name});

@@ -87,10 +87,14 @@ StoragePool& storage_pool() {
 // priority op writing the var frees the memory first: it still runs after every earlier op on
 // the array, but ahead of ordinary ready ops, so the memory goes back to the pool (and the next
 // op's output reuses it) as soon as its last user is done.
+//
+// Accelerator storage has no early free: an accelerator op's body runs at launch, ahead of its
+// stream, so only the deleter (which runs after the device has finished with the var) may give
+// the block back.
 void release(Storage* storage) noexcept {
   if (storage->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   try {
-    if (storage->bytes >= kEarlyFreeBytes) {
+    if (storage->bytes >= kEarlyFreeBytes && storage->accelerator == nullptr) {
       storage->engine->push([storage] { storage->free_data(); }, storage->device, {},
                             {storage->var}, {.name = "free", .priority = 1, .no_skip = true});
     }
@@ -107,29 +111,56 @@ void retain(Storage* storage) noexcept {
   storage->references.fetch_add(1, std::memory_order_relaxed);
 }
 
+namespace {
+
+// Device memory or host memory, by where the storage lives. Zero-byte arrays on any device use
+// the inline bytes: no kernel dereferences them, and nothing is allocated.
+void* allocate_for(Storage& storage) {
+  if (storage.bytes == 0) return storage.inline_data;
+  if (storage.accelerator != nullptr) {
+    return storage.accelerator->device_pool().allocate(storage.bytes).data;  // throws on OOM
+  }
+  return storage.bytes <= Storage::kInlineBytes ? storage.inline_data
+                                                : host_allocate(storage.bytes);
+}
+
+void free_for(Storage& storage, void* memory) noexcept {
+  if (memory == nullptr || memory == storage.inline_data) return;
+  if (storage.accelerator != nullptr) {
+    storage.accelerator->device_pool().free(
+        MemoryBlock{memory, MemoryPool::size_class(storage.bytes)});
+    return;
+  }
+  host_free(memory, storage.bytes);
+}
+
+}  // namespace
+
 void* Storage::data_or_allocate() {
   void* current = data.load(std::memory_order_acquire);
   if (current != nullptr) return current;
-  void* fresh = bytes <= kInlineBytes ? inline_data : host_allocate(bytes);
+  void* fresh = allocate_for(*this);
   if (fresh == nullptr) {
     throw Error("tandem: out of memory on " + to_string(device) + " allocating " +
                 describe_bytes(bytes));
   }
   if (data.compare_exchange_strong(current, fresh, std::memory_order_acq_rel)) return fresh;
-  if (fresh != inline_data) host_free(fresh, bytes);
+  free_for(*this, fresh);
   return current;
 }
 
 void Storage::free_data() noexcept {
-  void* memory = data.exchange(nullptr, std::memory_order_acq_rel);
-  if (memory != nullptr && memory != inline_data) host_free(memory, bytes);
+  free_for(*this, data.exchange(nullptr, std::memory_order_acq_rel));
 }
 
 StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op) {
   require_backend(device, op);
-  if (bytes > physical_memory_bytes()) {
+  Accelerator* accelerator = device.is_accelerator() ? &tandem::accelerator(device) : nullptr;
+  const std::size_t capacity =
+      accelerator != nullptr ? accelerator->memory_capacity() : physical_memory_bytes();
+  if (bytes > capacity) {
     throw Error(std::string("tandem: ") + op + ": " + describe_bytes(bytes) + " asked for on " +
-                to_string(device) + ", more than its " + describe_bytes(physical_memory_bytes()));
+                to_string(device) + ", more than its " + describe_bytes(capacity));
   }
   Storage* storage = storage_pool().acquire();
   try {
@@ -140,6 +171,7 @@ StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, cons
   }
   storage->bytes = bytes;
   storage->device = device;
+  storage->accelerator = accelerator;
   storage->engine = &engine;
   return StorageRef(storage);
 }

@@ -10,12 +10,19 @@
 // - The memory is allocated by the first op that needs it (data_or_allocate), on the worker that
 //   runs it, not when the array is created. A program that runs far ahead of its workers queues
 //   ops, not memory: memory is held from when work on it starts until its deleter.
+//
+// On an accelerator (sim(i), cuda(i)) the memory is a block of the device's MemoryPool. The block
+// goes back to the pool only in the deleter, which the engine runs once every op on the var has
+// finished on the device (their event fences included): a block is never reused while a stream
+// may still read or write it. An allocation that fails after the pool's release-and-retry throws
+// OutOfMemoryError inside the op that needed the memory, so it surfaces at the next sync point.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+#include "tandem/accel/accelerator.h"
 #include "tandem/device.h"
 #include "tandem/engine.h"
 #include "tandem/nd/detail/storage_ref.h"
@@ -31,13 +38,15 @@ struct Storage {
   Var var;
   std::size_t bytes = 0;
   Device device;
+  Accelerator* accelerator = nullptr;  // the device's, for accelerator storage; null on the cpu
   std::atomic<void*> data{nullptr};
   std::atomic<std::uint32_t> references{1};  // StorageRefs (handles and views)
   Storage* next_free = nullptr;              // link in the pool of unused Storage objects
   alignas(64) unsigned char inline_data[kInlineBytes];
 
   // The memory, allocated on first use (concurrent readers of a never-written array may race
-  // here; one allocation wins). Throws tandem::Error when it cannot be had.
+  // here; one allocation wins). Throws tandem::Error (OutOfMemoryError on an accelerator) when
+  // it cannot be had.
   void* data_or_allocate();
   // Gives the memory back (a no-op for inline data); the storage may allocate again afterwards.
   void free_data() noexcept;
@@ -45,7 +54,8 @@ struct Storage {
 
 // A new storage of `bytes` on `device` with a new var of `engine`, memory not yet allocated.
 // Throws tandem::Error naming `op` when the device is not available, or when `bytes` is more
-// than the device's memory (a mistake worth reporting at the call, not later in an op).
+// than the device's memory (a mistake worth reporting at the call, not later in an op; memory
+// that runs out because of other live arrays is reported by the op that needed it).
 StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op);
 
 }  // namespace tandem::nd::detail

@@ -25,13 +25,20 @@ void check_error(Call&& call, std::initializer_list<std::string> parts) {
 
 TEST_SUITE("frontend.errors") {
   TEST_CASE("an accelerator that is not present is named in the error") {
-    check_error([] { nd::zeros({2}, cuda(0)); },
-                {"zeros", "gpu(0)", "not available", "device_count(gpu) == 0"});
-    check_error([] { nd::random::uniform({2}, sim(1)); }, {"random.uniform", "sim(1)"});
-    check_error([] { nd::ones({2}).copyto(cuda(1)); }, {"copyto", "gpu(1)"});
-    check_error([] { nd::ones({2}).as_in_context(sim(0)); }, {"sim(0)"});
+    // Past the last device of each kind (sim devices exist by default, cuda ones with a GPU).
+    const int sims = device_count(DeviceKind::sim), gpus = device_count(DeviceKind::cuda);
+    const std::string missing_sim = to_string(sim(sims)), missing_gpu = to_string(cuda(gpus));
+    const std::string gpu_count = "device_count(gpu) == " + std::to_string(gpus);
+    check_error([] { nd::zeros({2}, cuda(device_count(DeviceKind::cuda))); },
+                {"zeros", missing_gpu, "not available", gpu_count});
+    check_error([] { nd::random::uniform({2}, sim(device_count(DeviceKind::sim))); },
+                {"random.uniform", missing_sim});
+    check_error([] { nd::ones({2}).copyto(cuda(device_count(DeviceKind::cuda) + 1)); },
+                {"copyto", to_string(cuda(gpus + 1))});
+    check_error([] { nd::ones({2}).as_in_context(sim(device_count(DeviceKind::sim))); },
+                {missing_sim});
     check_error([] { nd::zeros({2}, cpu(1)); }, {"cpu(1)", "device_count(cpu) == 1"});
-    check_error([] { device_name(cuda(0)); }, {"gpu(0)"});
+    check_error([] { device_name(cuda(device_count(DeviceKind::cuda))); }, {missing_gpu});
   }
 
   TEST_CASE("incompatible shapes name both shapes") {

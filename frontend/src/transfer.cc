@@ -1,0 +1,93 @@
+#include "transfer.h"
+
+#include <cstring>
+#include <string>
+
+#include "lazy_view.h"
+#include "tandem/accel/accelerator.h"
+#include "tandem/errors.h"
+
+namespace tandem::nd::detail {
+
+void check_transfer(const char* op, Device from, Device to) {
+  if (!from.is_accelerator() || !to.is_accelerator() || from.kind == to.kind) return;
+  throw Error(std::string("tandem: ") + op + ": no copy path from " + to_string(from) + " to " +
+              to_string(to) + " (a " + kind_name(from.kind) + " and a " + kind_name(to.kind) +
+              " device share no memory or bus); copy through tandem::cpu() instead");
+}
+
+namespace {
+
+std::size_t byte_size(const NDArray& array) {
+  return static_cast<std::size_t>(array.size()) * ops::dtype_size(array.dtype());
+}
+
+void push_host_to_device(const NDArray& source, const NDArray& destination, const char* op) {
+  const DenseRef host = dense_ref(source), device = dense_ref(destination);
+  const std::size_t bytes = byte_size(source);
+  MemoryPool* pinned = &accelerator(destination.device()).pinned_pool();
+  destination.engine().push(
+      [host, device, bytes, pinned](RunContext& ctx) {
+        void* to = device.resolve();
+        const void* from = host.resolve();
+        if (bytes == 0) return;
+        // The source is final here (its writers have finished), and pageable memory cannot be
+        // the source of an async copy: stage it now, copy from the stage later.
+        const MemoryBlock stage = pinned->allocate(bytes);
+        std::memcpy(stage.data, from, bytes);
+        Stream& stream = *ctx.stream();
+        stream.copy(to, stage.data, bytes);
+        stream.enqueue_host([pinned, stage] { pinned->free(stage); }, {});
+      },
+      destination.device(), {source.var()}, {destination.var()},
+      {.name = op, .queue = Queue::copy_h2d});
+}
+
+void push_device_to_host(const NDArray& source, const NDArray& destination, const char* op) {
+  const DenseRef device = dense_ref(source), host = dense_ref(destination);
+  const std::size_t bytes = byte_size(source);
+  MemoryPool* pinned = &accelerator(source.device()).pinned_pool();
+  destination.engine().push(
+      [device, host, bytes, pinned](RunContext& ctx) {
+        const void* from = device.resolve();
+        void* to = host.resolve();
+        if (bytes == 0) return;
+        const MemoryBlock stage = pinned->allocate(bytes);
+        Stream& stream = *ctx.stream();
+        stream.copy(stage.data, from, bytes);
+        // In stream order, after the copy: the engine fences the destination's var with this
+        // op's event, so no host reader sees the array before this has run.
+        stream.enqueue_host(
+            [pinned, stage, to, bytes] {
+              std::memcpy(to, stage.data, bytes);
+              pinned->free(stage);
+            },
+            {});
+      },
+      source.device(), {source.var()}, {destination.var()}, {.name = op, .queue = Queue::copy_d2h});
+}
+
+void push_device_to_device(const NDArray& source, const NDArray& destination, const char* op) {
+  const DenseRef from = dense_ref(source), to = dense_ref(destination);
+  const std::size_t bytes = byte_size(source);
+  destination.engine().push(
+      [from, to, bytes](RunContext& ctx) {
+        const void* src = from.resolve();
+        void* dst = to.resolve();
+        if (bytes > 0) ctx.stream()->copy(dst, src, bytes);
+      },
+      destination.device(), {source.var()}, {destination.var()},
+      {.name = op, .queue = Queue::copy_d2d});
+}
+
+}  // namespace
+
+void push_transfer(const NDArray& source, const NDArray& destination, const char* op) {
+  if (!source.device().is_accelerator()) return push_host_to_device(source, destination, op);
+  if (!destination.device().is_accelerator()) {
+    return push_device_to_host(source, destination, op);
+  }
+  push_device_to_device(source, destination, op);
+}
+
+}  // namespace tandem::nd::detail

@@ -1,0 +1,25 @@
+// Copies of an array's bytes between two devices: ops on the copy queues of the accelerator
+// side (copy_h2d, copy_d2h, copy_d2d), so transfers overlap compute on every device.
+#pragma once
+
+#include "tandem/nd/ndarray.h"
+
+namespace tandem::nd::detail {
+
+// Throws tandem::Error naming `op` and both devices when no copy path joins them (a cuda
+// device and a sim device: go through the cpu).
+void check_transfer(const char* op, Device from, Device to);
+
+// Queues destination = source, bytes for bytes. Both contiguous, same shape and dtype, on
+// different devices that check_transfer accepts; the caller has checked all of that.
+//
+// cpu -> accelerator: the op (queue copy_h2d of the destination) stages the pageable host bytes
+//   into a block of the accelerator's pinned pool at launch, then enqueues the async copy and the
+//   return of the block after it.
+// accelerator -> cpu: the op (queue copy_d2h of the source) enqueues the copy into a pinned
+//   block, then the copy out of it into the host array, on the same stream.
+// accelerator -> accelerator of the same kind: one peer copy on the destination's copy_d2d
+//   stream.
+void push_transfer(const NDArray& source, const NDArray& destination, const char* op);
+
+}  // namespace tandem::nd::detail
