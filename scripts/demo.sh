@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds tandem (Release, in build/) and runs the demo programs:
-# engine_demo (async vs sync, copy/compute overlap), then async_demo (NDArray: the seeds'
-# asynchronous computation), as listed in DEMO_PROGRAMS in scripts/lib.sh; missing ones are skipped.
+# engine_demo (async vs sync, copy/compute overlap), async_demo (NDArray: the seeds'
+# asynchronous computation), then accel_parallel (the seeds' CPU || accelerator and compute ||
+# copy programs on sim(0)), as listed in DEMO_PROGRAMS in scripts/lib.sh; missing ones are
+# skipped.
 #
 #   bash scripts/demo.sh            # the full demos
 #   bash scripts/demo.sh --quick    # shorter runs (arguments are passed to every demo)

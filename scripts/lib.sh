@@ -16,7 +16,7 @@ TANDEM_JOBS="${TANDEM_JOBS:-2}"
 # The demo programs that scripts/demo.sh runs and the demo stage of scripts/test.sh smoke-tests,
 # in this order, as build/examples/<name>/<name>. Those not built (yet) are skipped.
 # shellcheck disable=SC2034  # used by the scripts that source this file
-DEMO_PROGRAMS=(engine_demo async_demo)
+DEMO_PROGRAMS=(engine_demo async_demo accel_parallel)
 
 # Runs build/examples/PROGRAM/PROGRAM with the profiler on and leaves its trace (PROGRAM.json),
 # the trace's summary tables (PROGRAM.summary.txt) and timeline picture (PROGRAM.svg) in
