@@ -4,8 +4,8 @@
 //   build/examples/multi_device/multi_device [--quick] [--cuda]
 //
 // A batch is split along its first axis and each part loaded onto its own device
-// (split_and_load); every device computes its part of a linear layer's gradient-like product;
-// the parts are summed on device 0 (allreduce: peer copies on the copy_d2d streams, then adds)
+// (nd::split_and_load); every device computes its part of a linear layer's gradient-like product;
+// the parts are summed on device 0 (nd::allreduce: peer copies on the copy_d2d streams, then adds)
 // and the sum copied back to every device. Each device's work is queued without a wait, so the
 // devices compute at the same time; the program checks the sum against the one-device result.
 #include <tandem/tandem.h>
@@ -19,25 +19,6 @@
 namespace nd = tandem::nd;
 
 namespace {
-
-std::vector<nd::NDArray> split_and_load(const nd::NDArray& batch,
-                                        const std::vector<tandem::Device>& devices) {
-  std::vector<nd::NDArray> parts;
-  const std::int64_t rows = batch.shape()[0] / static_cast<std::int64_t>(devices.size());
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    const auto begin = static_cast<std::int64_t>(i) * rows;
-    parts.push_back(batch.slice(begin, begin + rows).copyto(devices[i]));
-  }
-  return parts;
-}
-
-// Sums the arrays (one per device) on the first device and gives every device the sum.
-void allreduce(std::vector<nd::NDArray>& arrays) {
-  for (std::size_t i = 1; i < arrays.size(); ++i) {
-    arrays[0] += arrays[i].copyto(arrays[0].device());
-  }
-  for (std::size_t i = 1; i < arrays.size(); ++i) arrays[0].copyto(arrays[i]);
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -66,13 +47,13 @@ int main(int argc, char** argv) {
 
   for (int step = 0; step < 3; ++step) {
     const auto start = std::chrono::steady_clock::now();
-    std::vector<nd::NDArray> parts = split_and_load(batch, devices);
+    const std::vector<nd::NDArray> parts = nd::split_and_load(batch, devices);
     std::vector<nd::NDArray> grads;
     for (std::size_t i = 0; i < devices.size(); ++i) {
       const nd::NDArray w = weights.copyto(devices[i]);
       grads.push_back(nd::dot(parts[i].T(), nd::dot(parts[i], w)));
     }
-    allreduce(grads);
+    nd::allreduce(grads);
     nd::waitall();
     const double difference = nd::abs(grads.back().copyto(tandem::cpu()) - expected).max().scalar();
     std::printf("step %d on %d device(s): %.4f sec, max |allreduced - one-device| = %.2e\n", step,

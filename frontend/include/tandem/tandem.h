@@ -20,6 +20,7 @@
 #include "tandem/nd/engine_scope.h"
 #include "tandem/nd/join.h"
 #include "tandem/nd/linalg.h"
+#include "tandem/nd/multi_device.h"
 #include "tandem/nd/ndarray.h"
 #include "tandem/nd/random.h"
 #include "tandem/nd/reduce.h"

@@ -1,0 +1,63 @@
+// split_and_load and allreduce: compositions of slice, copyto and +=, so every copy and add is
+// an ordinary op whose ordering the engine already guarantees.
+#include "tandem/nd/multi_device.h"
+
+#include <string>
+
+#include "checks.h"
+#include "tandem/errors.h"
+#include "transfer.h"
+
+namespace tandem::nd {
+
+std::vector<NDArray> split_and_load(const NDArray& batch, const std::vector<Device>& devices,
+                                    bool even_split) {
+  detail::check_defined("split_and_load", batch);
+  if (devices.empty()) throw Error("tandem: split_and_load: the device list is empty");
+  if (batch.ndim() == 0) {
+    throw Error("tandem: split_and_load: cannot split a 0-d array (shape " +
+                batch.shape().to_string() + ") along its first axis");
+  }
+  const auto count = static_cast<std::int64_t>(devices.size());
+  const std::int64_t rows = batch.shape()[0];
+  if (rows < count) {
+    throw Error("tandem: split_and_load: a batch of shape " + batch.shape().to_string() +
+                " has fewer rows than the " + std::to_string(count) + " devices");
+  }
+  if (even_split && rows % count != 0) {
+    throw Error("tandem: split_and_load: a batch of shape " + batch.shape().to_string() +
+                " cannot be split evenly over " + std::to_string(count) +
+                " devices; pass even_split = false to allow parts that differ by one row");
+  }
+  for (Device device : devices) detail::check_transfer("split_and_load", batch.device(), device);
+  std::vector<NDArray> parts;
+  parts.reserve(devices.size());
+  std::int64_t begin = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::int64_t length = rows / count + (i < rows % count ? 1 : 0);
+    parts.push_back(batch.slice(begin, begin + length).as_in_context(devices[i]));
+    begin += length;
+  }
+  return parts;
+}
+
+void allreduce(const std::vector<NDArray>& arrays) {
+  if (arrays.empty()) throw Error("tandem: allreduce: the list of arrays is empty");
+  NDArray total = arrays.front();
+  detail::check_defined("allreduce", total);
+  for (const NDArray& array : arrays) {
+    detail::check_defined("allreduce", array);
+    if (!(array.shape() == total.shape())) {
+      throw Error("tandem: allreduce: shapes " + total.shape().to_string() + " and " +
+                  array.shape().to_string() + " differ; every array must have the same shape");
+    }
+    detail::check_same_dtype("allreduce", total, array);
+    detail::check_transfer("allreduce", array.device(), total.device());
+  }
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    total += arrays[i].as_in_context(total.device());
+  }
+  for (std::size_t i = 1; i < arrays.size(); ++i) total.copyto(arrays[i]);
+}
+
+}  // namespace tandem::nd
