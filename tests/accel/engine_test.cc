@@ -57,8 +57,8 @@ TEST_CASE(
     "sim ops are ordered by their vars across devices and a CPU op after them sees the data") {
   for (EngineKind kind : kKinds) {
     CAPTURE(engine_kind_name(kind));
-    auto engine = make_engine(kind);
-    Var a = engine->new_var(), b = engine->new_var();
+    SimTestEngine engine(sim_engine_config(kind));
+    Var a = engine.var(), b = engine.var();
     std::int64_t va = 0, vb = 0;
     push_sim(*engine, sim(0), {}, {a}, "set", 3, [&va] { va = 1; });
     push_sim(*engine, sim(1), {a}, {a}, "times3", 1, [&va] { va *= 3; });
@@ -73,8 +73,8 @@ TEST_CASE(
 TEST_CASE("wait_for_var on a sim result waits for its device work") {
   for (EngineKind kind : kKinds) {
     CAPTURE(engine_kind_name(kind));
-    auto engine = make_engine(kind);
-    Var x = engine->new_var();
+    SimTestEngine engine(sim_engine_config(kind));
+    Var x = engine.var();
     std::int64_t value = 0;
     push_sim(*engine, sim(1), {}, {x}, "slow write", 20, [&value] { value = 5; });
     engine->wait_for_var(x);
@@ -88,8 +88,8 @@ TEST_CASE("wait_for_var on a sim result waits for its device work") {
 TEST_CASE("a device failure poisons downstream ops: sim work and CPU ops are skipped") {
   for (EngineKind kind : kKinds) {
     CAPTURE(engine_kind_name(kind));
-    auto engine = make_engine(kind);
-    Var a = engine->new_var(), b = engine->new_var(), c = engine->new_var();
+    SimTestEngine engine(sim_engine_config(kind));
+    Var a = engine.var(), b = engine.var(), c = engine.var();
     std::atomic<bool> b_ran{false}, c_ran{false};
     push_sim(*engine, sim(0), {}, {a}, "fails on device", 2,
              [] { throw std::runtime_error("device boom"); });
@@ -110,8 +110,8 @@ TEST_CASE("a device failure poisons downstream ops: sim work and CPU ops are ski
 TEST_CASE("wait_all waits for device work and rethrows its errors") {
   for (EngineKind kind : kKinds) {
     CAPTURE(engine_kind_name(kind));
-    auto engine = make_engine(kind);
-    Var v = engine->new_var();
+    SimTestEngine engine(sim_engine_config(kind));
+    Var v = engine.var();
     std::atomic<int> done{0};
     push_sim(*engine, sim(0), {}, {v}, "slow failure", 10,
              [] { throw std::runtime_error("late"); });
@@ -127,8 +127,8 @@ TEST_CASE("wait_all waits for device work and rethrows its errors") {
 TEST_CASE("an exception thrown by a sim op's body poisons its writes like a CPU op's") {
   for (EngineKind kind : kKinds) {
     CAPTURE(engine_kind_name(kind));
-    auto engine = make_engine(kind);
-    Var v = engine->new_var();
+    SimTestEngine engine(sim_engine_config(kind));
+    Var v = engine.var();
     engine->push([](RunContext&) { throw std::runtime_error("no memory for you"); }, sim(0), {},
                  {v}, {.name = "body throws"});
     CHECK_THROWS_WITH(engine->wait_for_var(v), doctest::Contains("no memory for you"));
@@ -138,8 +138,8 @@ TEST_CASE("an exception thrown by a sim op's body poisons its writes like a CPU 
 TEST_CASE("an async-completion sim op completes when its completion is invoked") {
   for (EngineKind kind : kKinds) {
     CAPTURE(engine_kind_name(kind));
-    auto engine = make_engine(kind);
-    Var v = engine->new_var();
+    SimTestEngine engine(sim_engine_config(kind));
+    Var v = engine.var();
     std::int64_t value = 0;
     engine->push(
         [&value](RunContext& ctx) {
@@ -154,13 +154,13 @@ TEST_CASE("an async-completion sim op completes when its completion is invoked")
 }
 
 TEST_CASE("a var's fences stay bounded by the number of streams") {
-  auto engine = make_engine(EngineKind::threaded);
-  Var shared = engine->new_var();
+  SimTestEngine engine(sim_engine_config(EngineKind::threaded));
+  Var shared = engine.var();
   std::int64_t value = 0;
   push_sim(*engine, sim(0), {}, {shared}, "write", 1, [&value] { value = 1; });
   std::vector<Var> outs;
   for (int i = 0; i < 40; ++i) {
-    outs.push_back(engine->new_var());
+    outs.push_back(engine.var());
     push_sim(*engine, sim(i % 2), {shared}, {outs.back()}, "read", 0.05, [] {});
   }
   engine->wait_all();
@@ -183,11 +183,13 @@ TEST_CASE("a var's fences stay bounded by the number of streams") {
 TEST_CASE("destroying an engine with device work pending finishes that work") {
   std::atomic<int> finished{0};
   {
-    auto engine = make_engine(EngineKind::threaded);
+    // A bare engine: destroyed with the work (and the var's deletion) still queued.
+    auto engine = Engine::create(sim_engine_config(EngineKind::threaded));
     Var v = engine->new_var();
     for (int i = 0; i < 5; ++i) {
       push_sim(*engine, sim(i % 2), {v}, {v}, "pending", 10, [&finished] { ++finished; });
     }
+    engine->delete_var(v);
   }
   CHECK(finished.load() == 5);
 }
@@ -195,8 +197,8 @@ TEST_CASE("destroying an engine with device work pending finishes that work") {
 TEST_CASE("the per-op synchronize mode gives the same results and errors") {
   for (bool synchronize : {false, true}) {
     CAPTURE(synchronize);
-    auto engine = make_engine(EngineKind::threaded, synchronize);
-    Var a = engine->new_var(), b = engine->new_var(), bad = engine->new_var();
+    SimTestEngine engine(sim_engine_config(EngineKind::threaded, synchronize));
+    Var a = engine.var(), b = engine.var(), bad = engine.var();
     std::int64_t va = 0, vb = 0;
     push_sim(*engine, sim(0), {}, {a}, "set", 2, [&va] { va = 2; });
     push_sim(*engine, sim(1), {a}, {a}, "square", 1, [&va] { va *= va; });
@@ -248,9 +250,9 @@ struct Outcome {
 };
 
 Outcome run_program(EngineKind kind, const std::vector<RandomOp>& program, int num_vars) {
-  auto engine = make_engine(kind);
+  SimTestEngine engine(sim_engine_config(kind));
   std::vector<Var> vars;
-  for (int i = 0; i < num_vars; ++i) vars.push_back(engine->new_var());
+  for (int i = 0; i < num_vars; ++i) vars.push_back(engine.var());
   // Each var's value lives in host memory that sim ops' device work and CPU ops write.
   std::vector<std::int64_t> values(static_cast<std::size_t>(num_vars), 0);
   std::int64_t* data = values.data();
@@ -325,10 +327,10 @@ Busy busy_of(const std::vector<profiler::OpEvent>& events, bool (*keep)(const pr
   return busy;
 }
 
-std::vector<profiler::OpEvent> profile(const std::function<void(Engine&)>& program) {
-  auto engine = make_engine(EngineKind::threaded);
+std::vector<profiler::OpEvent> profile(const std::function<void(SimTestEngine&)>& program) {
+  SimTestEngine engine(sim_engine_config(EngineKind::threaded));
   profiler::start();
-  program(*engine);
+  program(engine);
   engine->wait_all();
   profiler::stop();
   return profiler::events();
@@ -339,9 +341,9 @@ std::vector<profiler::OpEvent> profile(const std::function<void(Engine&)>& progr
 TEST_CASE("an H2D -> compute -> D2H pipeline over many chunks overlaps its lanes") {
   constexpr int kChunks = 12;
   constexpr double kMs = 4;
-  const auto events = profile([](Engine& engine) {
+  const auto events = profile([](SimTestEngine& engine) {
     for (int i = 0; i < kChunks; ++i) {
-      Var chunk = engine.new_var(), out = engine.new_var();
+      Var chunk = engine.var(), out = engine.var();
       push_sim(
           engine, sim(0), {}, {chunk}, "h2d", kMs, [] {}, Queue::copy_h2d);
       push_sim(engine, sim(0), {chunk}, {chunk}, "compute", kMs, [] {});
@@ -369,11 +371,11 @@ TEST_CASE("an H2D -> compute -> D2H pipeline over many chunks overlaps its lanes
 
 TEST_CASE("CPU work and sim work pushed together overlap") {
   constexpr int kOps = 6;
-  const auto events = profile([](Engine& engine) {
-    Var on_cpu = engine.new_var(), on_sim = engine.new_var();
+  const auto events = profile([](SimTestEngine& engine) {
+    Var on_cpu = engine.var(), on_sim = engine.var();
     for (int i = 0; i < kOps; ++i) {
-      engine.push([] { std::this_thread::sleep_for(5ms); }, cpu(), {on_cpu}, {on_cpu},
-                  {.name = "cpu work"});
+      engine->push([] { std::this_thread::sleep_for(5ms); }, cpu(), {on_cpu}, {on_cpu},
+                   {.name = "cpu work"});
       push_sim(engine, sim(1), {on_sim}, {on_sim}, "sim work", 5, [] {});
     }
   });
@@ -386,8 +388,8 @@ TEST_CASE("CPU work and sim work pushed together overlap") {
 
 TEST_CASE("a chain where every op depends on the previous does not overlap") {
   constexpr int kOps = 12;
-  const auto events = profile([](Engine& engine) {
-    Var v = engine.new_var();
+  const auto events = profile([](SimTestEngine& engine) {
+    Var v = engine.var();
     const Queue queues[] = {Queue::copy_h2d, Queue::compute, Queue::copy_d2h};
     for (int i = 0; i < kOps; ++i) {
       push_sim(

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace tandem_test {
 
@@ -40,14 +41,48 @@ inline tandem::WorkCost cost_ms(double ms) {
   return {.flops = ms * kFlopsPerMs, .bytes = 0};
 }
 
-inline std::unique_ptr<tandem::Engine> make_engine(tandem::EngineKind kind,
-                                                   bool synchronize_each_op = false) {
+// An engine for one test, and the vars it hands out (var()). When the test ends the vars are
+// deleted, as the engine's contract asks of every user, every op is waited for (errors the test
+// left unchecked are dropped) and the engine destroyed, so leak checkers find nothing behind.
+class SimTestEngine {
+ public:
+  explicit SimTestEngine(const tandem::EngineConfig& config)
+      : engine_(tandem::Engine::create(config)) {}
+  ~SimTestEngine() {
+    for (tandem::Var v : vars_) engine_->delete_var(v);
+    for (int errors = 0; errors < 100000; ++errors) {
+      try {
+        engine_->wait_all();
+        break;
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  SimTestEngine(const SimTestEngine&) = delete;
+  SimTestEngine& operator=(const SimTestEngine&) = delete;
+
+  tandem::Engine* operator->() const { return engine_.get(); }
+  tandem::Engine& operator*() const { return *engine_; }
+  operator tandem::Engine&() const { return *engine_; }
+
+  tandem::Var var() {
+    vars_.push_back(engine_->new_var());
+    return vars_.back();
+  }
+
+ private:
+  std::unique_ptr<tandem::Engine> engine_;
+  std::vector<tandem::Var> vars_;
+};
+
+inline tandem::EngineConfig sim_engine_config(tandem::EngineKind kind,
+                                              bool synchronize_each_op = false) {
   use_sim_test_config();
   tandem::EngineConfig config;
   config.kind = kind;
   config.cpu_workers = 2;
   config.accel.synchronize_each_op = synchronize_each_op;
-  return tandem::Engine::create(config);
+  return config;
 }
 
 inline double ms_between(std::int64_t from_ns, std::int64_t to_ns) {

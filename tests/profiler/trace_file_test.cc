@@ -51,6 +51,7 @@ TEST_CASE("the trace holds every pushed op exactly once with push <= ready <= st
     }
     engine->wait_all();
     tandem::profiler::stop();
+    for (tandem::Var v : vars) engine->delete_var(v);  // after stop(): not in the trace
     const std::string path = temp_path("trace.json");
     tandem::profiler::dump(path);
 
@@ -121,6 +122,8 @@ TEST_CASE("load reads back what dump wrote") {
   CHECK(loaded[1].start_ns >= loaded[0].end_ns);
   CHECK(loaded[0].end_ns - loaded[0].start_ns >= 200'000);
   std::filesystem::remove(path);
+  engine->delete_var(a);
+  engine->delete_var(b);
 }
 
 TEST_CASE("ops are not recorded while the profiler is off") {
@@ -132,6 +135,7 @@ TEST_CASE("ops are not recorded while the profiler is off") {
   engine->wait_all();
   CHECK(tandem::profiler::events().empty());
   CHECK_FALSE(tandem::profiler::enabled());
+  engine->delete_var(a);
 }
 
 TEST_CASE("failed and skipped ops are marked in the trace") {
@@ -148,6 +152,8 @@ TEST_CASE("failed and skipped ops are marked in the trace") {
   CHECK_FALSE(events[0].skipped);
   CHECK(events[1].skipped);
   CHECK_FALSE(events[1].failed);
+  engine->delete_var(a);
+  engine->delete_var(b);
 }
 
 TEST_CASE("TANDEM_PROFILE writes the process-wide engine's trace when it is replaced") {
