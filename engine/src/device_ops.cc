@@ -149,7 +149,7 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
       return;
     }
   }
-  const bool profiled = op->profile_id != 0;
+  const bool profiled = profiling::profiled(op);
   if (profiled) op->start_ns = profiling::now_ns();
   if (!error) {
     try {

@@ -171,7 +171,7 @@ void EngineCore::execute(OpRecord* op, int worker) noexcept {
     }
   }
   op->worker = worker;
-  if (op->profile_id != 0) op->start_ns = profiling::now_ns();
+  if (profiling::profiled(op)) op->start_ns = profiling::now_ns();
   end_body(op, run_body(op, worker));
 }
 
@@ -236,7 +236,7 @@ std::string EngineCore::lane_name(int worker) const {
 }
 
 void EngineCore::finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept {
-  if (op->profile_id != 0) {
+  if (profiling::profiled(op)) {
     try {
       if (op->stream != nullptr) {
         profiling::on_finish_device(op, op->stream->name(), skipped,

@@ -40,7 +40,7 @@ void NaiveEngine::run_one(OpRecord* op) {
   // An async op may complete on another thread after execute returns; release() sets this.
   WakeSignal finished;
   op->engine_token = &finished;
-  if (op->profile_id != 0) profiling::on_enqueue(op);
+  if (profiling::profiled(op)) profiling::on_enqueue(op);
   if (op->device.is_accelerator()) {
     // The synchronous reference: launch on the op's stream and wait for it before returning.
     Accelerator& device = accelerator(op->device);

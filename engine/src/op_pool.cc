@@ -1,5 +1,6 @@
 // The pools of op records and var states (see object_pool.h).
 #include "object_pool.h"
+#include "profiler_recorder.h"
 #include "tandem/detail/op_record.h"
 #include "var_state.h"
 
@@ -24,7 +25,7 @@ void release_op_record(OpRecord* op) noexcept {
   op->is_waiter = false;
   op->needs_fence_sync.store(false, std::memory_order_relaxed);
   // Fields beyond the first two lines are reset only by the ops that used them.
-  if (op->profile_id != 0) {
+  if (profiling::profiled(op)) {
     op->profile_id = 0;
     op->num_depends_on.store(0, std::memory_order_relaxed);
   }

@@ -15,8 +15,21 @@ namespace tandem::detail::profiling {
 
 extern std::atomic<bool> g_enabled;
 
+// The hooks can be compiled out (CMake -DTANDEM_PROFILER_HOOKS=OFF): a build that exists only
+// to measure what the hooks cost while the profiler is off (bench/profiler_off_cost.sh). In it
+// the profiler records nothing.
+#ifndef TANDEM_PROFILER_HOOKS
+#define TANDEM_PROFILER_HOOKS 1
+#endif
+inline constexpr bool kHooksCompiled = TANDEM_PROFILER_HOOKS != 0;
+
 inline bool enabled() {
-  return g_enabled.load(std::memory_order_relaxed);
+  return kHooksCompiled && g_enabled.load(std::memory_order_relaxed);
+}
+
+// Whether `op` is being recorded (it was pushed while the profiler was on).
+inline bool profiled(const OpRecord* op) {
+  return kHooksCompiled && op->profile_id != 0;
 }
 
 inline std::int64_t now_ns() {
