@@ -6,10 +6,9 @@
 #   bench/profiler_off_cost.sh [--runs N]      # N timed runs per build, alternating (default 5)
 #
 # Two measures, both for tandem only:
-# - instructions per op under callgrind (deterministic: the same binary and inputs give the
-#   same count whatever else the machine does): the difference between a 3-repetition and a
-#   1-repetition run of `independent`, divided by the ops of the 2 extra repetitions, so setup
-#   cancels out. Spinning workers add instructions too; the difference still holds them.
+# - instructions per pushed op under callgrind, in the engine's own per-op code (see
+#   instructions_per_op below): repeatable to a few instructions, whatever else the machine
+#   does, unlike time on a shared 2-core VM.
 # - ns per op, median over N runs of each build, the builds alternating so that they share the
 #   machine's state (noisy: separate processes on a shared VM).
 # Writes bench/results/profiler_off.json and prints a markdown table for docs/benchmarks.md.
@@ -52,22 +51,26 @@ build build-bench-nohooks OFF
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Instructions per op of `independent` for one binary.
+# Instructions per pushed op of `independent` for one binary: the inclusive cost of the
+# engine's two halves of an op's life, ThreadedEngine::submit (on the pushing thread: prepare,
+# enqueue on the vars, dispatch) and EngineCore::execute (on a worker: run, finish, release the
+# vars, hand on the next ops), over the number of pushes. Workers' idle polling and the
+# harness's timing calibration (both time-dependent, so not repeatable) are outside them.
 instructions_per_op() {
-  local binary=$1 name=$2 reps
-  for reps in 1 3; do
-    valgrind --tool=callgrind --callgrind-out-file="$work/$name.$reps.cg" "$binary" --quick \
-      --workloads independent --systems tandem --repetitions "$reps" \
-      --out "$work/$name.$reps.json" > "$work/$name.$reps.log" 2>&1
-  done
-  python3 - "$work/$name.1.log" "$work/$name.3.log" "$work/$name.3.json" << 'PY'
-import json, re, sys
-def refs(path):
-    text = open(path).read()
-    return int(re.search(r"I\s+refs:\s+([\d,]+)", text).group(1).replace(",", ""))
-ops = next(r["ops"] for r in json.load(open(sys.argv[3]))
-           if r.get("workload") == "independent" and r.get("system") == "tandem")
-print((refs(sys.argv[2]) - refs(sys.argv[1])) / (2 * ops))
+  local binary=$1 name=$2
+  valgrind --tool=callgrind --callgrind-out-file="$work/$name.cg" "$binary" --quick \
+    --workloads independent --systems tandem --repetitions 3 --out "$work/$name.json" \
+    > "$work/$name.log" 2>&1
+  callgrind_annotate --inclusive=yes --tree=caller "$work/$name.cg" > "$work/$name.txt"
+  python3 - "$work/$name.txt" << 'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+def inclusive(function):
+    m = re.search(r"^\s*([\d,]+) \([^)]*\)\s+\*\s+\S*" + function + r"\(", text, re.M)
+    return int(m.group(1).replace(",", ""))
+calls = max(int(n.replace(",", "")) for n in
+            re.findall(r"<\s+\S*ThreadedEngine::submit\(.*\(([\d,]+)x\)", text))
+print((inclusive("ThreadedEngine::submit") + inclusive("EngineCore::execute")) / calls)
 PY
 }
 

@@ -121,7 +121,8 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
   op->device = device;
   op->props = props;
   op->sink = this;
-  if (profiling::enabled()) profiling::on_push(op);
+  if (profiling::enabled()) [[unlikely]]
+    profiling::on_push(op);
 }
 
 void EngineCore::prepare_delete(OpRecord* op, Var var) {
@@ -171,7 +172,8 @@ void EngineCore::execute(OpRecord* op, int worker) noexcept {
     }
   }
   op->worker = worker;
-  if (profiling::profiled(op)) op->start_ns = profiling::now_ns();
+  if (profiling::profiled(op)) [[unlikely]]
+    profiling::on_start(op);
   end_body(op, run_body(op, worker));
 }
 
@@ -235,19 +237,21 @@ std::string EngineCore::lane_name(int worker) const {
   return worker < 0 ? "inline" : "cpu worker " + std::to_string(worker);
 }
 
-void EngineCore::finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept {
-  if (profiling::profiled(op)) {
-    try {
-      if (op->stream != nullptr) {
-        profiling::on_finish_device(op, op->stream->name(), skipped,
-                                    outcome != nullptr && !skipped);
-      } else {
-        profiling::on_finish(op, lane_name(op->worker), skipped, outcome != nullptr && !skipped);
-      }
-    } catch (...) {
-      log().warn("profiler: could not record op '{}' (out of memory?)", op->props.name);
+void EngineCore::record_profile(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept {
+  try {
+    if (op->stream != nullptr) {
+      profiling::on_finish_device(op, op->stream->name(), skipped, outcome != nullptr && !skipped);
+    } else {
+      profiling::on_finish(op, lane_name(op->worker), skipped, outcome != nullptr && !skipped);
     }
+  } catch (...) {
+    log().warn("profiler: could not record op '{}' (out of memory?)", op->props.name);
   }
+}
+
+void EngineCore::finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept {
+  if (profiling::profiled(op)) [[unlikely]]
+    record_profile(op, outcome, skipped);
   if (op->stream != nullptr) {
     op->stream = nullptr;
     op->start_event.reset();

@@ -97,6 +97,27 @@ Buffer& this_thread_buffer() {
 
 }  // namespace
 
+void on_enqueue(OpRecord* op) {
+  for (std::uint32_t i = 0; i < op->num_slots; ++i) {
+    VarState* var = op->slots[i].var;
+    const std::uint64_t writer = var->last_writer_profile_id;
+    std::uint8_t n = op->num_depends_on.load(std::memory_order_relaxed);
+    if (writer != 0 && n < 4) {
+      op->depends_on[n] = writer;
+      op->num_depends_on.store(n + 1, std::memory_order_relaxed);
+    }
+    if (op->slots[i].write) var->last_writer_profile_id = op->profile_id;
+  }
+}
+
+void on_ready(OpRecord* op) {
+  op->ready_ns = now_ns();
+}
+
+void on_start(OpRecord* op) {
+  op->start_ns = now_ns();
+}
+
 void on_push(OpRecord* op) {
   op->profile_id = registry().next_id.fetch_add(1, std::memory_order_relaxed);
   op->push_ns = now_ns();

@@ -38,29 +38,26 @@ inline std::int64_t now_ns() {
       .count();
 }
 
+// The hooks below run only for profiled ops. They are out of line and marked cold, so that the
+// engine's hot path holds a test and a not-taken branch per hook and nothing else: no inlined
+// loop that would take registers from the code around it.
+
 // At push: gives the op an id and its push time.
-void on_push(OpRecord* op);
+[[gnu::cold]] void on_push(OpRecord* op);
 // At enqueue, with the op's vars held (locked, or the naive engine's turn): records the data
 // dependencies of the op in push order (on the last writer of each var it touches, up to 4),
 // whatever the timing, and makes the op the last writer of what it writes.
-inline void on_enqueue(OpRecord* op) {
-  for (std::uint32_t i = 0; i < op->num_slots; ++i) {
-    VarState* var = op->slots[i].var;
-    const std::uint64_t writer = var->last_writer_profile_id;
-    std::uint8_t n = op->num_depends_on.load(std::memory_order_relaxed);
-    if (writer != 0 && n < 4) {
-      op->depends_on[n] = writer;
-      op->num_depends_on.store(n + 1, std::memory_order_relaxed);
-    }
-    if (op->slots[i].write) var->last_writer_profile_id = op->profile_id;
-  }
-}
+[[gnu::cold]] void on_enqueue(OpRecord* op);
+// When the op's last var is granted, and when it starts: its ready and start times.
+[[gnu::cold]] void on_ready(OpRecord* op);
+[[gnu::cold]] void on_start(OpRecord* op);
 // At finish: stores the op's event (end time = now) in this thread's buffer.
-void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed);
+[[gnu::cold]] void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed);
 // At finish of an accelerator op (at launch): the same, with the device-side start and end
 // taken later from the op's timing events (`start_event`, `end_event`: when the stream reached
 // them). They are resolved when the events are read (profiler::events), waiting for the device
 // if needed; without them the host times of the launch stay.
-void on_finish_device(OpRecord* op, const std::string& lane, bool skipped, bool failed);
+[[gnu::cold]] void on_finish_device(OpRecord* op, const std::string& lane, bool skipped,
+                                    bool failed);
 
 }  // namespace tandem::detail::profiling

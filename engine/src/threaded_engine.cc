@@ -47,7 +47,8 @@ void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
   for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.lock();
   std::uint32_t granted = 0;
   for (std::uint32_t i = 0; i < n; ++i) granted += op->slots[i].var->enqueue(&op->slots[i]);
-  if (profiling::profiled(op)) profiling::on_enqueue(op);
+  if (profiling::profiled(op)) [[unlikely]]
+    profiling::on_enqueue(op);
   for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.unlock();
   if (op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
     dispatch(op);
@@ -60,7 +61,8 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
     execute(op, -1);
     return;
   }
-  if (profiling::profiled(op)) op->ready_ns = profiling::now_ns();
+  if (profiling::profiled(op)) [[unlikely]]
+    profiling::on_ready(op);
   if (op->device.kind != DeviceKind::cpu) [[unlikely]] {
     accelerator_executor(op->device).submit(op);
     return;
