@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <thread>
 #include <vector>
 
@@ -156,18 +157,29 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
   // `releasing_` keeps shutdown from returning until every such tail has left the engine.
   releasing_.fetch_add(1, std::memory_order_seq_cst);
   const std::uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
-  if (blocked_threads_.load(std::memory_order_seq_cst) > 0 &&
-      ops_pushed_.load(std::memory_order_seq_cst) - done <= resume_at_) {
-    // Taking the mutex orders this notify after a waiter that checked the count under it has
-    // gone to sleep, so the wake-up cannot be lost.
-    std::lock_guard lock(blocked_mutex_);
-    blocked_cv_.notify_all();
+  if (blocked_threads_.load(std::memory_order_seq_cst) > 0) [[unlikely]] {
+    // Wake only when a blocked thread's condition may hold now: every op done (wait_all,
+    // shutdown), or room again under the bound (backpressure). Waking a wait_all on every
+    // completion would make it compete for the cores with the workers it waits for.
+    const std::uint64_t left = ops_pushed_.load(std::memory_order_seq_cst) - done;
+    if (left == 0 || (left <= resume_at_ && room_waiters_.load(std::memory_order_seq_cst) > 0)) {
+      // Taking the mutex orders this notify after a waiter that checked the count under it has
+      // gone to sleep, so the wake-up cannot be lost.
+      std::lock_guard lock(blocked_mutex_);
+      blocked_cv_.notify_all();
+    }
   }
   releasing_.fetch_sub(1, std::memory_order_release);
 }
 
 bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
                                             std::chrono::milliseconds timeout) {
+  // Completions wake blocked threads only at the two targets there are (see release()).
+  assert(target == 0 || target == resume_at_);
+  const bool for_room = target != 0;
+  // Counted for room before counted as blocked: a completer that sees this thread blocked then
+  // also sees why (both seq_cst).
+  if (for_room) room_waiters_.fetch_add(1, std::memory_order_seq_cst);
   blocked_threads_.fetch_add(1, std::memory_order_seq_cst);
   bool reached;
   {
@@ -175,6 +187,7 @@ bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
     reached = blocked_cv_.wait_for(lock, timeout, [&] { return in_flight() <= target; });
   }
   blocked_threads_.fetch_sub(1, std::memory_order_seq_cst);
+  if (for_room) room_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   return reached;
 }
 

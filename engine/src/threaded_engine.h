@@ -8,10 +8,11 @@
 // pushed (`ops_pushed_`, written by pushing threads) minus completed (`completed_`, written by
 // workers), each on its own cache line so that neither side's counter bounces on every op.
 //
-// A completion notifies blocked threads (wait_all, backpressure) only when one is blocked and
-// the count is at or under the resume threshold. Lost wake-ups are ruled out by seq_cst on both
-// sides: a waiter counts itself in `blocked_threads_` and then reads the counters; a completer
-// bumps `completed_` and then reads `blocked_threads_`.
+// A completion notifies blocked threads only when one is blocked and its condition may hold:
+// nothing left in flight (wait_all, shutdown), or the count at or under the resume threshold
+// while a push waits for room (backpressure). Lost wake-ups are ruled out by seq_cst on both
+// sides: a waiter counts itself in `room_waiters_` (backpressure only) and `blocked_threads_`
+// and then reads the counters; a completer bumps `completed_` and then reads them.
 #pragma once
 
 #include <array>
@@ -67,6 +68,7 @@ class ThreadedEngine final : public EngineCore {
   alignas(64) std::atomic<std::uint64_t> completed_{0};
   // Threads blocked in wait_all, backpressure or shutdown; completions notify only if any.
   alignas(64) std::atomic<int> blocked_threads_{0};
+  std::atomic<int> room_waiters_{0};  // of those, pushes blocked by backpressure
   // Completions between their `completed_` increment and their last touch of the engine.
   std::atomic<int> releasing_{0};
   std::atomic<std::uint64_t> pushes_blocked_{0};
