@@ -336,24 +336,47 @@ std::vector<profiler::OpEvent> profile(const std::function<void(SimTestEngine&)>
   return profiler::events();
 }
 
+// Overlap is judged on a shared, noisy machine, where a lane's thread may be descheduled for
+// tens of milliseconds: a run whose wall is not under `ratio` of its sequential time is run
+// again, up to three runs (each one printed). The control test, where no overlap is possible,
+// needs no retry: delays only lengthen its wall.
+struct Profiled {
+  std::vector<profiler::OpEvent> events;
+  Busy busy;
+};
+
+Profiled profile_until_overlapped(const std::function<void(SimTestEngine&)>& program,
+                                  bool (*keep)(const profiler::OpEvent&), double ratio) {
+  Profiled run;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    run.events = profile(program);
+    run.busy = busy_of(run.events, keep);
+    MESSAGE("run ", attempt, ": wall ", run.busy.wall_ms, " ms, sequential ", run.busy.sum_ms,
+            " ms, ratio ", run.busy.wall_ms / run.busy.sum_ms);
+    if (run.busy.wall_ms < ratio * run.busy.sum_ms) break;
+  }
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("an H2D -> compute -> D2H pipeline over many chunks overlaps its lanes") {
   constexpr int kChunks = 12;
   constexpr double kMs = 4;
-  const auto events = profile([](SimTestEngine& engine) {
-    for (int i = 0; i < kChunks; ++i) {
-      Var chunk = engine.var(), out = engine.var();
-      push_sim(
-          engine, sim(0), {}, {chunk}, "h2d", kMs, [] {}, Queue::copy_h2d);
-      push_sim(engine, sim(0), {chunk}, {chunk}, "compute", kMs, [] {});
-      push_sim(
-          engine, sim(0), {chunk}, {out}, "d2h", kMs, [] {}, Queue::copy_d2h);
-    }
-  });
-  const Busy busy = busy_of(events, [](const profiler::OpEvent& e) { return e.device == sim(0); });
-  MESSAGE("pipeline: wall ", busy.wall_ms, " ms, sequential ", busy.sum_ms, " ms, ratio ",
-          busy.wall_ms / busy.sum_ms);
+  const Profiled run = profile_until_overlapped(
+      [](SimTestEngine& engine) {
+        for (int i = 0; i < kChunks; ++i) {
+          Var chunk = engine.var(), out = engine.var();
+          push_sim(
+              engine, sim(0), {}, {chunk}, "h2d", kMs, [] {}, Queue::copy_h2d);
+          push_sim(engine, sim(0), {chunk}, {chunk}, "compute", kMs, [] {});
+          push_sim(
+              engine, sim(0), {chunk}, {out}, "d2h", kMs, [] {}, Queue::copy_d2h);
+        }
+      },
+      [](const profiler::OpEvent& e) { return e.device == sim(0); }, 0.6);
+  const std::vector<profiler::OpEvent>& events = run.events;
+  const Busy& busy = run.busy;
   CHECK(busy.sum_ms >= kChunks * 3 * kMs * 0.99);
   CHECK(busy.wall_ms < 0.6 * busy.sum_ms);
   std::map<std::string, int> lanes;
@@ -371,17 +394,17 @@ TEST_CASE("an H2D -> compute -> D2H pipeline over many chunks overlaps its lanes
 
 TEST_CASE("CPU work and sim work pushed together overlap") {
   constexpr int kOps = 6;
-  const auto events = profile([](SimTestEngine& engine) {
-    Var on_cpu = engine.var(), on_sim = engine.var();
-    for (int i = 0; i < kOps; ++i) {
-      engine->push([] { std::this_thread::sleep_for(5ms); }, cpu(), {on_cpu}, {on_cpu},
-                   {.name = "cpu work"});
-      push_sim(engine, sim(1), {on_sim}, {on_sim}, "sim work", 5, [] {});
-    }
-  });
-  const Busy all = busy_of(events, [](const profiler::OpEvent&) { return true; });
-  MESSAGE("cpu || sim: wall ", all.wall_ms, " ms, sequential ", all.sum_ms, " ms, ratio ",
-          all.wall_ms / all.sum_ms);
+  const Profiled run = profile_until_overlapped(
+      [](SimTestEngine& engine) {
+        Var on_cpu = engine.var(), on_sim = engine.var();
+        for (int i = 0; i < kOps; ++i) {
+          engine->push([] { std::this_thread::sleep_for(5ms); }, cpu(), {on_cpu}, {on_cpu},
+                       {.name = "cpu work"});
+          push_sim(engine, sim(1), {on_sim}, {on_sim}, "sim work", 5, [] {});
+        }
+      },
+      [](const profiler::OpEvent&) { return true; }, 0.7);
+  const Busy& all = run.busy;
   CHECK(all.sum_ms >= 2 * kOps * 5 * 0.99);
   CHECK(all.wall_ms < 0.7 * all.sum_ms);
 }

@@ -188,7 +188,7 @@ Snapshot run_program(Engine& engine, std::uint64_t seed, int steps) {
       }
     } catch (const Error& e) {
       // An incompatible combination: thrown at the call, skipped the same way everywhere.
-      if (std::getenv("DIFF_DEBUG")) MESSAGE(std::string(e.what()));
+      if (std::getenv("TANDEM_TEST_VERBOSE")) MESSAGE(std::string(e.what()));
     }
   }
   Snapshot snapshot;
