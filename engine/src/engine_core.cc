@@ -11,6 +11,8 @@ namespace tandem::detail {
 
 namespace {
 
+const ErrorRef kNoError;  // the outcome of an op that succeeded
+
 thread_local OpRecord* tls_current_op = nullptr;
 
 std::string describe(std::exception_ptr error) {
@@ -84,8 +86,8 @@ void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& prop
   op->num_slots = n;
 }
 
+// For devices other than cpu(0) (prepare() lets cpu(0) through without the call).
 void check_device(Device device, const OpProps& props) {
-  if (device == cpu()) return;
   if (device.is_accelerator()) {
     try {
       accelerator(device);  // created here on first use; one load afterwards
@@ -112,7 +114,8 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
                          const OpProps& props) {
   try {
     if (props.name == nullptr) throw Error("tandem: push of an op with a null name");
-    check_device(device, props);
+    if (device != cpu()) [[unlikely]]
+      check_device(device, props);
     fill_slots(op, reads, writes, props);
   } catch (...) {
     discard(op);
@@ -174,7 +177,13 @@ void EngineCore::execute(OpRecord* op, int worker) noexcept {
   op->worker = worker;
   if (profiling::profiled(op)) [[unlikely]]
     profiling::on_start(op);
-  end_body(op, run_body(op, worker));
+  std::exception_ptr error = run_body(op, worker);
+  // The common case, an op that returned and completes with its body, goes straight to finish.
+  if (!error && !op->props.async_completion) [[likely]] {
+    finish(op, kNoError, false);
+    return;
+  }
+  end_body(op, std::move(error));
 }
 
 std::exception_ptr EngineCore::run_body(OpRecord* op, int worker) noexcept {
