@@ -58,8 +58,11 @@ def record_run(suite, command, seconds, note=None):
         "command": command,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "git_commit": git("rev-parse", "--short", "HEAD") or "unknown",
-        # Other people's edits count too: the tree is what was built.
-        "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
+        # Other people's edits count too: the tree is what was built. The benchmarks' own
+        # outputs (results and the tables) are not code, so another suite's fresh results do not
+        # mark this run as made from uncommitted code.
+        "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no", "--",
+                                        ".", ":!bench/results", ":!docs/benchmarks.md")),
         "nproc": os.cpu_count(),
         "cpu_model": cpu_model(),
         "seconds": seconds,
