@@ -62,9 +62,19 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
     execute(op, -1);
     return;
   }
+  // A tail call: a call that returns here would make every dispatch save registers for it.
   if (profiling::profiled(op)) [[unlikely]]
-    profiling::on_ready(op);
+    return dispatch_profiled(op);
   if (op->device.kind != DeviceKind::cpu) [[unlikely]] {
+    accelerator_executor(op->device).submit(op);
+    return;
+  }
+  cpu_->submit(op);
+}
+
+void ThreadedEngine::dispatch_profiled(OpRecord* op) noexcept {
+  profiling::on_ready(op);
+  if (op->device.kind != DeviceKind::cpu) {
     accelerator_executor(op->device).submit(op);
     return;
   }
