@@ -304,6 +304,14 @@ def render_overlap(records, meta):
                   "busy), from the profiler's lanes of the overlapped run:", ""]
         lines += table(["workload", "device", "one after another", "overlapped", "speedup",
                         "overlap efficiency"], rows)
+    small = [r for r in records if "event_based_s" in r]
+    if small:
+        rows = [[r.get("device", "—"), str(r.get("ops", "—")), fmt_s(r["event_based_s"]),
+                 fmt_s(r["sync_per_op_s"]), fmt_ratio(r.get("speedup"))] for r in small]
+        lines += ["", "Small dependent ops on the accelerator (`a += 1; b += a`, 1x16 arrays): "
+                  "completed at launch with event fences (the engine's mode) vs a stream "
+                  "synchronize per op (`TANDEM_ACCEL_SYNC=1`):", ""]
+        lines += table(["device", "ops", "event-based", "synchronize per op", "speedup"], rows)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -5,8 +5,9 @@
 // Writes a JSON list of records
 //   {"workload", "device", "sequential_s", "overlapped_s", "overlap_efficiency", ...}
 // for the seeds' CPU || accelerator program (cpu_and_accelerator), their run || copy program
-// (run_and_copy) and a chunked H2D -> compute -> D2H pipeline (h2d_compute_d2h_pipeline), on
-// sim(0) and on gpu(0) when there is one, plus "targets" records. Usually run through
+// (run_and_copy), a chunked H2D -> compute -> D2H pipeline (h2d_compute_d2h_pipeline) and small
+// dependent ops with event fences vs a synchronize per op (small_ops_events_vs_sync), on sim(0)
+// and on gpu(0) when there is one, plus "targets" records. Usually run through
 // bench/run.sh overlap [--quick].
 //
 // The sim device is configured slow (2 GFLOP/s, 4 GB/s memory, 0.25 GB/s bus) so that its
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
       tandem::bench::run_cpu_and_accelerator(device, quick, records);
       tandem::bench::run_compute_and_copy(device, quick, records);
       tandem::bench::run_pipeline(device, quick, records);
+      tandem::bench::run_small_ops(device, quick, records);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_overlap: %s\n", e.what());

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "lane_overlap.h"
@@ -167,6 +168,61 @@ void run_pipeline(Device device, bool quick, Records& records) {
   records.back()["chunks"] = chunks;
   records.push_back(target_record("pipeline overlap efficiency on " + to_string(device), ">= 0.95",
                                   overlapped.lanes.efficiency, 0.95, false));
+}
+
+namespace {
+
+// `ops` small ops on two 1x16 arrays of `device`: a += 1, then b += a, alternately, so every op
+// depends on the one before it and consecutive ops may land on different compute streams.
+// Returns the time from the first push to the end of waitall, and b's first value.
+std::pair<double, double> small_op_chain(Engine& engine, Device device, int ops) {
+  nd::EngineScope scope(engine);
+  nd::NDArray a = nd::zeros({1, 16}, device), b = nd::zeros({1, 16}, device);
+  nd::waitall();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < ops / 2; ++i) {
+    a += 1.0;
+    b += a;
+  }
+  nd::waitall();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {seconds, b.to_vector<double>().front()};
+}
+
+}  // namespace
+
+void run_small_ops(Device device, bool quick, Records& records) {
+  const int ops = quick ? 2000 : 10000;
+  EngineConfig events_config = EngineConfig::from_env();
+  EngineConfig sync_config = events_config;
+  sync_config.accel.synchronize_each_op = true;
+  const auto events_engine = Engine::create(events_config);
+  const auto sync_engine = Engine::create(sync_config);
+  small_op_chain(*events_engine, device, ops / 10);  // warm-up: pools, streams
+  small_op_chain(*sync_engine, device, ops / 10);
+  double event_based = 0, sync_per_op = 0;
+  for (int i = 0; i < repeats(quick); ++i) {
+    const auto [with_events, sum_events] = small_op_chain(*events_engine, device, ops);
+    const auto [with_sync, sum_sync] = small_op_chain(*sync_engine, device, ops);
+    if (sum_events != sum_sync) {
+      throw Error("small_ops_events_vs_sync: the two modes disagree (" +
+                  std::to_string(sum_events) + " vs " + std::to_string(sum_sync) + ")");
+    }
+    event_based = i == 0 ? with_events : std::min(event_based, with_events);
+    sync_per_op = i == 0 ? with_sync : std::min(sync_per_op, with_sync);
+  }
+  std::printf(
+      "%-28s %-7s %d ops: event-based %.4f s (%.0f ops/s), sync per op %.4f s (%.0f "
+      "ops/s), %.2fx\n",
+      "small_ops_events_vs_sync", to_string(device).c_str(), ops, event_based, ops / event_based,
+      sync_per_op, ops / sync_per_op, sync_per_op / event_based);
+  records.push_back({{"workload", "small_ops_events_vs_sync"},
+                     {"device", to_string(device)},
+                     {"ops", ops},
+                     {"event_based_s", event_based},
+                     {"sync_per_op_s", sync_per_op},
+                     {"speedup", sync_per_op / event_based}});
 }
 
 }  // namespace tandem::bench

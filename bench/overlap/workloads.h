@@ -14,5 +14,11 @@ void run_cpu_and_accelerator(Device device, bool quick, Records& records);
 void run_compute_and_copy(Device device, bool quick, Records& records);
 // Chunks of a host array: H2D copy -> compute -> D2H copy, equal modelled work per lane.
 void run_pipeline(Device device, bool quick, Records& records);
+// Small dependent ops on the accelerator, completed by event fences (the engine's mode) vs with
+// a stream synchronize per op (AcceleratorConfig::synchronize_each_op): the throughput that
+// event-based dependencies buy. Records
+//   {"workload": "small_ops_events_vs_sync", "device", "ops", "event_based_s", "sync_per_op_s",
+//    "speedup"}.
+void run_small_ops(Device device, bool quick, Records& records);
 
 }  // namespace tandem::bench

@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <utility>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "tandem/errors.h"
 
@@ -12,6 +17,28 @@ namespace {
 
 std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// How long before the end of a modelled duration a stream stops sleeping and spins. A sleep is
+// coarse: on the project's VMs a 5 us sleep lasts 30-80 us (timer slack, wake-up latency), which
+// would make every short kernel or copy take ~10x its modelled time. Sleeping until this much
+// before the end and spinning (yielding) for the rest keeps a stream within a few microseconds
+// of the model, for at most this much CPU per item.
+constexpr auto kSpinTail = std::chrono::microseconds(100);
+
+void wait_until_precisely(std::chrono::steady_clock::time_point deadline) {
+  if (deadline - std::chrono::steady_clock::now() > kSpinTail) {
+    std::this_thread::sleep_until(deadline - kSpinTail);
+  }
+  while (std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+}
+
+// The default timer slack (50 us) lets the kernel end a sleep that much late; a stream's sleeps
+// model device time, so it asks for none.
+void use_precise_timers() {
+#ifdef __linux__
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
 }
 
 }  // namespace
@@ -62,6 +89,7 @@ void SimStream::push(Item item) {
     std::unique_lock lock(mutex_);
     not_full_.wait(lock, [this] { return items_.size() < kCapacity; });
     items_.push_back(std::move(item));
+    queued_.fetch_add(1, std::memory_order_release);
   }
   not_empty_.notify_one();
 }
@@ -126,14 +154,23 @@ void SimStream::synchronize() {
 }
 
 void SimStream::run() {
+  use_precise_timers();
   for (;;) {
     Item item;
+    // A device picks up queued work at once; a thread asleep on a condition variable takes
+    // tens of microseconds to wake. Look for work for a short while before sleeping.
+    const auto spin_until = std::chrono::steady_clock::now() + kIdleSpin;
+    while (queued_.load(std::memory_order_acquire) == 0 &&
+           std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+    }
     {
       std::unique_lock lock(mutex_);
       not_empty_.wait(lock, [this] { return stopping_ || !items_.empty(); });
       if (items_.empty()) return;  // stopping, and everything enqueued has run
       item = std::move(items_.front());
       items_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     not_full_.notify_one();
     process(item);
@@ -156,7 +193,7 @@ void SimStream::hold(const WorkCost& cost, Body&& body) {
   } catch (...) {
     fail(std::current_exception());
   }
-  std::this_thread::sleep_until(start + model_.duration(cost));
+  wait_until_precisely(start + model_.duration(cost));
 }
 
 void SimStream::process(Item& item) {
