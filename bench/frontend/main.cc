@@ -53,11 +53,5 @@ int main(int argc, char** argv) {
     return 1;
   }
   tandem::bench::print_targets(records);
-  std::ofstream file(out);
-  file << nlohmann::json(records).dump(2) << "\n";
-  if (!file) {
-    std::fprintf(stderr, "bench_frontend: cannot write %s\n", out.c_str());
-    return 1;
-  }
-  return 0;
+  return tandem::bench::write_records(records, out, "bench_frontend") ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 #include "records.h"
 
 #include <cstdio>
+#include <fstream>
 
 namespace tandem::bench {
 
@@ -22,6 +23,16 @@ void print_targets(const Records& records) {
                 : r["met"].get<bool>()     ? "met"
                                            : "MISSED");
   }
+}
+
+bool write_records(const Records& records, const std::string& path, const char* program) {
+  std::ofstream file(path);
+  file << nlohmann::json(records).dump(2) << "\n";
+  if (!file) {
+    std::fprintf(stderr, "%s: cannot write %s\n", program, path.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace tandem::bench

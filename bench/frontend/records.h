@@ -18,4 +18,8 @@ nlohmann::json target_record(const std::string& target, const std::string& limit
 // Prints the targets among `records` as a table on stdout.
 void print_targets(const Records& records);
 
+// Writes `records` as a JSON list to `path`; false (after a message on stderr naming `program`
+// and the path) when the file cannot be written.
+bool write_records(const Records& records, const std::string& path, const char* program);
+
 }  // namespace tandem::bench

@@ -68,11 +68,5 @@ int main(int argc, char** argv) {
     return 1;
   }
   tandem::bench::print_targets(records);
-  std::ofstream file(out);
-  file << nlohmann::json(records).dump(2) << "\n";
-  if (!file) {
-    std::fprintf(stderr, "bench_overlap: cannot write %s\n", out.c_str());
-    return 1;
-  }
-  return 0;
+  return tandem::bench::write_records(records, out, "bench_overlap") ? 0 : 1;
 }
