@@ -1,6 +1,7 @@
 #include "cpu_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 
 #include "engine_core.h"
@@ -41,6 +42,32 @@ bool is_urgent(const OpRecord* op) {
 }
 
 }  // namespace
+
+// What a TBB task runs for a drainer: a pointer to the executor, carried from the enqueuing
+// thread to a worker through oneTBB's task queue. The queue's synchronisation lives in libtbb,
+// which is not instrumented, so ThreadSanitizer would see the worker's read of a plain captured
+// `this` race with the enqueuer's write (or with an earlier task's use of the same recycled
+// memory). The field is therefore only ever accessed atomically: stored with release when the
+// functor is built or moved, loaded with acquire when it runs. It is left uninitialised on
+// purpose before that first store, so no plain write to it exists at all.
+class CpuExecutor::DrainTask {
+ public:
+  explicit DrainTask(CpuExecutor* executor) noexcept { slot().store(executor, kStore); }
+  DrainTask(DrainTask&& other) noexcept { slot().store(other.slot().load(kLoad), kStore); }
+  DrainTask(const DrainTask& other) noexcept { slot().store(other.slot().load(kLoad), kStore); }
+  DrainTask& operator=(const DrainTask&) = delete;
+  DrainTask& operator=(DrainTask&&) = delete;
+  ~DrainTask() = default;
+
+  void operator()() const noexcept { slot().load(kLoad)->drain(); }
+
+ private:
+  static constexpr auto kStore = std::memory_order_release;
+  static constexpr auto kLoad = std::memory_order_acquire;
+  std::atomic_ref<CpuExecutor*> slot() const noexcept { return std::atomic_ref(executor_); }
+
+  mutable CpuExecutor* executor_;
+};
 
 CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
     : engine_(engine),
@@ -93,16 +120,13 @@ void CpuExecutor::wake_drainer() noexcept {
   while (active < num_workers_) {
     if (active_drainers_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       live_drainers_.fetch_add(1, std::memory_order_relaxed);
-      arena_.enqueue([this] { drain(); });
+      arena_.enqueue(DrainTask(this));
       return;
     }
   }
 }
 
 void CpuExecutor::drain() noexcept {
-  // Synchronizes with the increment in wake_drainer() that enqueued this drainer; TSan does not
-  // see the ordering through the TBB arena's (uninstrumented) task queue without it.
-  (void)active_drainers_.load(std::memory_order_acquire);
   const int worker = tbb::this_task_arena::current_thread_index();
   for (;;) {
     using Clock = std::chrono::steady_clock;

@@ -40,6 +40,7 @@ class CpuExecutor {
   tbb::task_arena& arena() { return arena_; }
 
  private:
+  class DrainTask;
   OpRecord* pop_any() noexcept;
   void wake_drainer() noexcept;
   void drain() noexcept;
