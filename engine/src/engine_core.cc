@@ -3,6 +3,7 @@
 #include <functional>
 #include <string>
 
+#include "fast_tls.h"
 #include "logging.h"
 #include "profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
@@ -13,7 +14,7 @@ namespace {
 
 const ErrorRef kNoError;  // the outcome of an op that succeeded
 
-thread_local OpRecord* tls_current_op = nullptr;
+constinit thread_local OpRecord* tls_current_op TANDEM_FAST_TLS = nullptr;
 
 std::string describe(std::exception_ptr error) {
   try {

@@ -12,7 +12,7 @@ using VarPool = ObjectPool<VarState, &VarState::next_free>;
 }  // namespace
 
 OpRecord* acquire_op_record() {
-  return OpPool::instance().acquire();
+  return OpPool::acquire();
 }
 
 void release_op_record(OpRecord* op) noexcept {
@@ -29,11 +29,11 @@ void release_op_record(OpRecord* op) noexcept {
     op->profile_id = 0;
     op->num_depends_on.store(0, std::memory_order_relaxed);
   }
-  OpPool::instance().release(op);
+  OpPool::release(op);
 }
 
 VarState* acquire_var_state() {
-  return VarPool::instance().acquire();
+  return VarPool::acquire();
 }
 
 void release_var_state(VarState* var) noexcept {
@@ -43,7 +43,7 @@ void release_var_state(VarState* var) noexcept {
   var->poison.reset();
   var->clear_fences();
   var->last_writer_profile_id = 0;
-  VarPool::instance().release(var);
+  VarPool::release(var);
 }
 
 }  // namespace tandem::detail

@@ -51,7 +51,10 @@ void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
   if (profiling::profiled(op)) [[unlikely]]
     profiling::on_enqueue(op);
   for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.unlock();
-  if (op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
+  // Every var granted at once: no releasing op can reach this op any more, so nobody else
+  // touches `pending_vars` and the count needs no atomic update.
+  if (granted == n ||
+      op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
     dispatch(op);
   }
 }
