@@ -11,8 +11,8 @@
 // chain (a producer can link behind it while a consumer re-inserts it). So the queue is empty
 // exactly when `head_` is the stub and nothing is linked behind it. Between a producer's
 // exchange and its link store the chain is briefly broken: pop returns null and `empty()` may
-// say true; the producer then wakes a drainer after its link store (see CpuExecutor), so the op
-// is never stranded.
+// say true; the producer has already made its exchange, which is what a drainer about to go
+// idle checks (may_hold_work, CpuExecutor::wake_drainer), so the op is never stranded.
 #pragma once
 
 #include <atomic>
@@ -35,13 +35,25 @@ class ReadyFifo {
 
   void push(OpRecord* op) noexcept {
     op->next_ready.store(nullptr, std::memory_order_relaxed);
-    OpRecord* previous = tail_.exchange(op, std::memory_order_acq_rel);
+    // seq_cst: the exchange is what a drainer going idle re-reads (may_hold_work).
+    OpRecord* previous = tail_.exchange(op, std::memory_order_seq_cst);
     previous->next_ready.store(op, std::memory_order_release);
   }
 
   bool empty() const noexcept {
     return head_.load(std::memory_order_acquire) == &stub_ &&
            stub_.next_ready.load(std::memory_order_acquire) == nullptr;
+  }
+
+  // For a drainer about to go idle, after it has dropped its count (seq_cst): false only if
+  // every op pushed before that point has been taken by a consumer. A push that this
+  // seq_cst load does not see will see the dropped count instead (CpuExecutor::wake_drainer).
+  // The tail is the stub exactly when the chain ends at the stub; a consumer that put it
+  // there behind a concurrent push (see pop) is still running and takes that op itself, as
+  // its own later head_ store is visible to it.
+  bool may_hold_work() const noexcept {
+    return tail_.load(std::memory_order_seq_cst) != &stub_ ||
+           head_.load(std::memory_order_acquire) != &stub_;
   }
 
   // The oldest op, or null when empty (or when a push is half done: poll again).

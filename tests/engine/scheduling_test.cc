@@ -181,6 +181,46 @@ TEST_CASE("a ready op runs without a later push to wake it") {
   engine->wait_all();
 }
 
+// The hand-off between a push and a drainer that is going idle (CpuExecutor::wake_drainer and
+// the re-check in drain): the push publishes the op, then looks for an active drainer; the
+// drainer drops its count, then looks for ops. If both missed each other the op would wait for
+// a later push. With no spinning before parking, drainers go idle after every op, and pushes
+// spaced by a varying busy wait land at every moment of that transition.
+TEST_CASE("an op pushed while the drainers go idle still runs") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.priority_workers = 0;
+  config.spin_before_park = std::chrono::microseconds(0);
+  TestEngine engine(config);
+  Var var = engine.var();
+  std::atomic<int> ran{0};
+  int stranded_at = -1;
+  const int iterations = static_cast<int>(100000 * test_scale());
+  const auto time_budget = std::chrono::steady_clock::now() + 1500ms;
+  int rounds = 0;
+  std::uint32_t lcg = 7;
+  for (int i = 0; i < iterations && stranded_at < 0; ++i, ++rounds) {
+    if ((i & 255) == 0 && std::chrono::steady_clock::now() > time_budget) break;
+    lcg = lcg * 1103515245u + 12345u;
+    spin_for(static_cast<int>((lcg >> 8) % 400));
+    // Alternately an ordinary op (the lock-free FIFO) and a low-priority one (a priority
+    // queue): the two publish differently.
+    const int priority = (i & 1) ? -1 : 0;
+    engine->push([&ran] { ran.fetch_add(1); }, cpu(), {}, {var}, {.priority = priority});
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (ran.load() != i + 1) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        stranded_at = i;
+        break;
+      }
+    }
+  }
+  CAPTURE(stranded_at);
+  CAPTURE(rounds);
+  CHECK(stranded_at == -1);
+  engine->push([] {}, cpu(), {}, {});  // a later push frees a stranded op, so this can finish
+  engine->wait_all();
+}
+
 TEST_CASE("RunContext names the op, its device and its worker") {
   const EngineKind kind = each_engine_kind();
   auto engine = make_engine(kind);
