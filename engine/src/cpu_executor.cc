@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "engine_core.h"
+#include "fast_tls.h"
 #include "spin_lock.h"
 
 namespace tandem::detail {
@@ -42,6 +43,16 @@ bool is_urgent(const OpRecord* op) {
 }
 
 }  // namespace
+
+// The drainer running on this thread, if any (an op body may start a nested one through TBB's
+// work stealing; each restores the outer one when it returns).
+struct CpuExecutor::DrainerContext {
+  CpuExecutor* executor;
+  OpRecord* next = nullptr;  // run_next_here's op, run before anything else but urgent ops
+};
+
+constinit thread_local CpuExecutor::DrainerContext* CpuExecutor::tls_drainer TANDEM_FAST_TLS =
+    nullptr;
 
 // What a TBB task runs for a drainer: a pointer to the executor, carried from the enqueuing
 // thread to a worker through oneTBB's task queue. The queue's synchronisation lives in libtbb,
@@ -108,6 +119,26 @@ void CpuExecutor::submit(OpRecord* op) noexcept {
   wake_drainer();
 }
 
+bool CpuExecutor::run_next_here(OpRecord* op) noexcept {
+  DrainerContext* context = tls_drainer;
+  if (context == nullptr || context->executor != this || context->next != nullptr) return false;
+  if (op->props.priority != 0 || op->props.queue != Queue::compute || !normal_.empty()) {
+    return false;
+  }
+  context->next = op;
+  return true;
+}
+
+OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
+  if (context.next != nullptr) [[likely]] {
+    if (OpRecord* urgent = urgent_.pop()) return urgent;
+    OpRecord* op = context.next;
+    context.next = nullptr;
+    return op;
+  }
+  return pop_any();
+}
+
 OpRecord* CpuExecutor::pop_any() noexcept {
   if (OpRecord* op = urgent_.pop()) return op;
   if (OpRecord* op = normal_.pop()) return op;
@@ -135,6 +166,9 @@ void CpuExecutor::wake_drainer() noexcept {
 
 void CpuExecutor::drain() noexcept {
   const int worker = tbb::this_task_arena::current_thread_index();
+  DrainerContext context{this};
+  DrainerContext* const outer = tls_drainer;
+  tls_drainer = &context;
   for (;;) {
     using Clock = std::chrono::steady_clock;
     // The idle clock starts at the first empty poll, so a busy drainer never reads the clock;
@@ -142,7 +176,7 @@ void CpuExecutor::drain() noexcept {
     Clock::time_point idle_since;
     unsigned empty_polls = 0;
     for (;;) {
-      if (OpRecord* op = pop_any()) {
+      if (OpRecord* op = next_op(context)) {
         engine_.execute(op, worker);
         empty_polls = 0;
         continue;
@@ -168,6 +202,8 @@ void CpuExecutor::drain() noexcept {
     }
     if (!resumed) break;
   }
+  // `context.next` is empty here: it is always taken before the loop polls the queues.
+  tls_drainer = outer;
   // Last access to `this`: the destructor may run as soon as this count reaches zero.
   live_drainers_.fetch_sub(1, std::memory_order_release);
 }

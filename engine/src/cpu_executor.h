@@ -36,11 +36,21 @@ class CpuExecutor {
 
   // Hands over an op whose vars are all granted.
   void submit(OpRecord* op) noexcept;
+  // Called when a finishing op has made `op` (a CPU op whose vars are all granted) ready.
+  // Returns true when the calling thread is one of this executor's drainers with nothing
+  // lined up, `op` is a plain compute op (priority 0) and no older ready op of that class
+  // waits: the drainer then runs `op` as its next op, bypassing the queues (FIFO among equals
+  // holds: nothing was waiting ahead of it; urgent ops still go first). Otherwise false, and
+  // the caller submits as usual.
+  bool run_next_here(OpRecord* op) noexcept;
   int num_workers() const { return num_workers_; }
   tbb::task_arena& arena() { return arena_; }
 
  private:
   class DrainTask;
+  struct DrainerContext;
+  static thread_local DrainerContext* tls_drainer;
+  OpRecord* next_op(DrainerContext& context) noexcept;
   OpRecord* pop_any() noexcept;
   void wake_drainer() noexcept;
   void drain() noexcept;

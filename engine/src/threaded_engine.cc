@@ -75,6 +75,17 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
   cpu_->submit(op);
 }
 
+void ThreadedEngine::dispatch_on_completion(OpRecord* op) noexcept {
+  // A plain CPU op that this completion made ready runs next on this very drainer when it may
+  // (see CpuExecutor::run_next_here): no queue, no wake-up, and its inputs are in this core's
+  // cache. A dependency chain then stays on one worker.
+  if (op->device.kind == DeviceKind::cpu && !op->is_waiter && !profiling::profiled(op) &&
+      cpu_->run_next_here(op)) {
+    return;
+  }
+  dispatch(op);
+}
+
 void ThreadedEngine::dispatch_profiled(OpRecord* op) noexcept {
   profiling::on_ready(op);
   if (op->device.kind != DeviceKind::cpu) {
@@ -147,7 +158,9 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
       // Read the link first: once dispatched, the granted op may finish and be recycled.
       VarSlot* next = granted->next;
       OpRecord* ready = granted->op;
-      if (ready->pending_vars.fetch_sub(1, std::memory_order_acq_rel) == 1) dispatch(ready);
+      if (ready->pending_vars.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        dispatch_on_completion(ready);
+      }
       granted = next;
     }
   }

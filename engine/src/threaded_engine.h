@@ -53,6 +53,8 @@ class ThreadedEngine final : public EngineCore {
   void settle_device_work();
   void enqueue_on_vars(OpRecord* op);
   void dispatch(OpRecord* op) noexcept;
+  // dispatch() for an op that a finishing op made ready.
+  void dispatch_on_completion(OpRecord* op) noexcept;
   [[gnu::cold, gnu::noinline]] void dispatch_profiled(OpRecord* op) noexcept;
   void wait_on_var(Var var, bool for_write, const char* call);
   void wait_for_room();

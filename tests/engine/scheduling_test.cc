@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -67,6 +68,40 @@ TEST_CASE("ready ops run highest priority first, in push order among equals") {
   CHECK(ran == std::vector<int>{8, 1, 4, 11, 3, 7, 0, 5, 9, 2, 6, 10});
 }
 
+// A completion that readies an op may hand it straight to the worker that finished
+// (CpuExecutor::run_next_here), but never ahead of ops that were ready before it: FIFO among
+// equals, and urgent ops first, still hold.
+TEST_CASE("an op readied by a completion runs after ops that were ready before it") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 1;
+  config.priority_workers = 0;
+  TestEngine engine(config);
+  Var gate = engine.var();
+  Flag blocker_started, release_blocker;
+  std::mutex mutex;
+  std::vector<std::string> ran;
+  auto record = [&](std::string name) {
+    return [&, name] {
+      std::lock_guard lock(mutex);
+      ran.push_back(name);
+    };
+  };
+  engine->push(
+      [&] {
+        blocker_started.raise();
+        release_blocker.wait();
+      },
+      cpu(), {}, {gate}, {.name = "blocker"});
+  REQUIRE(blocker_started.wait());
+  engine->push(record("follower"), cpu(), {gate}, {}, {.name = "follower"});
+  engine->push(record("ready 1"), cpu(), {}, {}, {.name = "ready 1"});
+  engine->push(record("ready 2"), cpu(), {}, {}, {.name = "ready 2"});
+  engine->push(record("urgent"), cpu(), {}, {}, {.name = "urgent", .priority = 3});
+  release_blocker.raise();
+  engine->wait_all();
+  CHECK(ran == std::vector<std::string>{"urgent", "ready 1", "ready 2", "follower"});
+}
+
 TEST_CASE("an urgent op does not wait behind long compute ops") {
   tandem::EngineConfig config = test_config(EngineKind::threaded);
   config.cpu_workers = 1;
@@ -99,6 +134,34 @@ bool all_ran_at_once(tandem::Engine& engine, int workers) {
   }
   engine.wait_all();
   return met.load() == workers;
+}
+
+TEST_CASE("a dependency chain released at once runs on one worker") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.priority_workers = 0;
+  config.cpu_workers = 2;
+  // Idle workers keep polling the ready queue for the whole test, so a link that went through
+  // the queue could be taken by either of them.
+  config.spin_before_park = std::chrono::milliseconds(300);
+  TestEngine engine(config);
+  Var link = engine.var();
+  all_ran_at_once(*engine, 2);  // both workers are now started, and polling
+  Flag release_gate;
+  engine->push([&] { release_gate.wait(); }, cpu(), {}, {link}, {.name = "gate"});
+  constexpr int kChain = 200;
+  std::vector<int> workers(kChain, -1);
+  for (int i = 0; i < kChain; ++i) {
+    engine->push([&workers, i](RunContext& ctx) { workers[i] = ctx.worker(); }, cpu(), {}, {link},
+                 {.name = "link"});
+  }
+  release_gate.raise();
+  engine->wait_all();
+  // Each link is made ready by the one before it finishing, so each runs next on that worker:
+  // none goes through the shared queue where another worker could take it.
+  for (int i = 1; i < kChain; ++i) {
+    CAPTURE(i);
+    REQUIRE(workers[i] == workers[0]);
+  }
 }
 
 TEST_CASE("the engine runs as many independent ops at once as it has CPU workers") {
