@@ -247,6 +247,16 @@ std::string EngineCore::lane_name(int worker) const {
   return worker < 0 ? "inline" : "cpu worker " + std::to_string(worker);
 }
 
+void EngineCore::finish_recorded_or_streamed(OpRecord* op, const ErrorRef& outcome,
+                                             bool skipped) noexcept {
+  if (profiling::profiled(op)) record_profile(op, outcome, skipped);
+  if (op->stream != nullptr) {
+    op->stream = nullptr;
+    op->start_event.reset();
+    op->end_event.reset();
+  }
+}
+
 void EngineCore::record_profile(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept {
   try {
     if (op->stream != nullptr) {
@@ -260,13 +270,9 @@ void EngineCore::record_profile(OpRecord* op, const ErrorRef& outcome, bool skip
 }
 
 void EngineCore::finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept {
-  if (profiling::profiled(op)) [[unlikely]]
-    record_profile(op, outcome, skipped);
-  if (op->stream != nullptr) {
-    op->stream = nullptr;
-    op->start_event.reset();
-    op->end_event.reset();
-  }
+  // Profiled or launched on a stream: both rare on the CPU path, so one test covers both.
+  if (profiling::profiled_or_on_stream(op)) [[unlikely]]
+    finish_recorded_or_streamed(op, outcome, skipped);
   // Waiters only observe; user ops set (or, on success, clear) the poison of what they wrote.
   if (!op->is_waiter) {
     for (std::uint32_t i = 0; i < op->num_slots; ++i) {

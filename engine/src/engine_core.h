@@ -119,6 +119,10 @@ class EngineCore : public CompletionSink {
   void finish_with(OpRecord* op, std::exception_ptr error) noexcept;
   void finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept;
   // The profiler's record of a finished op; out of line, so finish() stays small when it is off.
+  // finish() for an op that is profiled or was launched on a stream.
+  [[gnu::cold, gnu::noinline]] void finish_recorded_or_streamed(OpRecord* op,
+                                                                const ErrorRef& outcome,
+                                                                bool skipped) noexcept;
   [[gnu::cold, gnu::noinline]] void record_profile(OpRecord* op, const ErrorRef& outcome,
                                                    bool skipped) noexcept;
 

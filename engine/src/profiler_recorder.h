@@ -13,7 +13,8 @@
 
 namespace tandem::detail::profiling {
 
-extern std::atomic<bool> g_enabled;
+// Hidden: the hot path then reads it directly, not through the GOT, in a -fPIC build.
+extern std::atomic<bool> g_enabled __attribute__((visibility("hidden")));
 
 // The hooks can be compiled out (CMake -DTANDEM_PROFILER_HOOKS=OFF): a build that exists only
 // to measure what the hooks cost while the profiler is off (bench/profiler_off_cost.sh). In it
@@ -30,6 +31,15 @@ inline bool enabled() {
 // Whether `op` is being recorded (it was pushed while the profiler was on).
 inline bool profiled(const OpRecord* op) {
   return kHooksCompiled && op->profile_id != 0;
+}
+
+// profiled(op) || op->stream != nullptr, in one test (EngineCore::finish).
+inline bool profiled_or_on_stream(const OpRecord* op) {
+  if constexpr (kHooksCompiled) {
+    return (op->profile_id | reinterpret_cast<std::uintptr_t>(op->stream)) != 0;
+  } else {
+    return op->stream != nullptr;
+  }
 }
 
 inline std::int64_t now_ns() {

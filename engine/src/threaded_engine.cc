@@ -42,21 +42,30 @@ void ThreadedEngine::submit_delete(OpRecord* op, Var var) {
 }
 
 void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
+  // One test of the profiler per push here: the profiled path does its recording on its own.
+  if (profiling::profiled(op)) [[unlikely]]
+    return enqueue_on_vars_profiled(op);
+  if (queue_on_vars<false>(op)) dispatch(op);
+}
+
+void ThreadedEngine::enqueue_on_vars_profiled(OpRecord* op) {
+  if (queue_on_vars<true>(op)) dispatch_profiled(op);
+}
+
+template <bool kProfiled>
+bool ThreadedEngine::queue_on_vars(OpRecord* op) {
   const std::uint32_t n = op->num_slots;
   // One reference per var, plus one held until every var is queued.
   op->pending_vars.store(n + 1, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.lock();
   std::uint32_t granted = 0;
   for (std::uint32_t i = 0; i < n; ++i) granted += op->slots[i].var->enqueue(&op->slots[i]);
-  if (profiling::profiled(op)) [[unlikely]]
-    profiling::on_enqueue(op);
+  if constexpr (kProfiled) profiling::on_enqueue(op);
   for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.unlock();
   // Every var granted at once: no releasing op can reach this op any more, so nobody else
   // touches `pending_vars` and the count needs no atomic update.
-  if (granted == n ||
-      op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
-    dispatch(op);
-  }
+  return granted == n ||
+         op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1;
 }
 
 void ThreadedEngine::dispatch(OpRecord* op) noexcept {
@@ -65,9 +74,6 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
     execute(op, -1);
     return;
   }
-  // A tail call: a call that returns here would make every dispatch save registers for it.
-  if (profiling::profiled(op)) [[unlikely]]
-    return dispatch_profiled(op);
   if (op->device.kind != DeviceKind::cpu) [[unlikely]] {
     accelerator_executor(op->device).submit(op);
     return;
@@ -76,23 +82,20 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
 }
 
 void ThreadedEngine::dispatch_on_completion(OpRecord* op) noexcept {
+  // A tail call: a call that returns here would make every dispatch save registers for it.
+  if (profiling::profiled(op)) [[unlikely]]
+    return dispatch_profiled(op);
   // A plain CPU op that this completion made ready runs next on this very drainer when it may
   // (see CpuExecutor::run_next_here): no queue, no wake-up, and its inputs are in this core's
   // cache. A dependency chain then stays on one worker.
-  if (op->device.kind == DeviceKind::cpu && !op->is_waiter && !profiling::profiled(op) &&
-      cpu_->run_next_here(op)) {
-    return;
-  }
+  if (op->device.kind == DeviceKind::cpu && !op->is_waiter && cpu_->run_next_here(op)) return;
   dispatch(op);
 }
 
+// dispatch() for a profiled op: records its ready time first. Waiters record nothing.
 void ThreadedEngine::dispatch_profiled(OpRecord* op) noexcept {
-  profiling::on_ready(op);
-  if (op->device.kind != DeviceKind::cpu) {
-    accelerator_executor(op->device).submit(op);
-    return;
-  }
-  cpu_->submit(op);
+  if (!op->is_waiter) profiling::on_ready(op);
+  dispatch(op);
 }
 
 AcceleratorExecutor& ThreadedEngine::accelerator_executor(Device device) {

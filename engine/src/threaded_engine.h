@@ -52,6 +52,11 @@ class ThreadedEngine final : public EngineCore {
   // Waits for all device work launched so far and resolves its failures (wait_all, shutdown).
   void settle_device_work();
   void enqueue_on_vars(OpRecord* op);
+  [[gnu::cold, gnu::noinline]] void enqueue_on_vars_profiled(OpRecord* op);
+  // Queues `op` on each of its vars (under their locks, taken in address order); true when
+  // every var is granted, i.e. the op is ready now and the caller dispatches it.
+  template <bool kProfiled>
+  bool queue_on_vars(OpRecord* op);
   void dispatch(OpRecord* op) noexcept;
   // dispatch() for an op that a finishing op made ready.
   void dispatch_on_completion(OpRecord* op) noexcept;
