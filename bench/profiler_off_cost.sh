@@ -11,10 +11,12 @@
 #   does, unlike time on a shared 2-core VM.
 # - ns per op, median over N runs of each build, the builds alternating so that they share the
 #   machine's state (noisy: separate processes on a shared VM).
-# Writes bench/results/profiler_off.json and prints a markdown table for docs/benchmarks.md.
+# Writes bench/results/profiler_off.json (with its provenance) and regenerates its table in
+# docs/benchmarks.md; also prints a markdown table.
 set -euo pipefail
 
 runs=5
+started=$SECONDS
 while (($# > 0)); do
   case $1 in
     --runs)
@@ -147,3 +149,7 @@ for r in records[2:]:
     print(f"| {r['workload']} | ns/op, median of {runs} | {r['hooks_compiled_in']:.1f} | "
           f"{r['hooks_compiled_out']:.1f} | {r['ratio']:.3f} |")
 PY
+# Provenance (command, commit, machine) for the generated table in docs/benchmarks.md.
+python3 "$repo/bench/report.py" --record-run profiler_off \
+  --command "bench/profiler_off_cost.sh --runs $runs" --seconds $((SECONDS - started))
+python3 "$repo/bench/report.py" >&2

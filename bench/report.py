@@ -315,6 +315,30 @@ def render_overlap(records, meta):
     return "\n".join(lines).rstrip() + "\n"
 
 
+# --- profiler off-cost (bench/profiler_off_cost.sh) -------------------------------------------
+
+
+def render_profiler_off(records, meta):
+    lines = provenance(meta)
+    rows = []
+    for r in records:
+        hooked, bare = r["hooks_compiled_in"], r["hooks_compiled_out"]
+        if r["measure"] == "instructions_per_op_hooked_functions":
+            share = r["added_share_of_op"]
+            rows.append([r["workload"], "instructions/op in the functions holding the hooks",
+                         f"{hooked:.1f}", f"{bare:.1f}",
+                         f"+{hooked - bare:.1f} instructions = {100 * share:.1f}% of the op"])
+        elif r["measure"] == "instructions_per_op_all_engine_functions":
+            rows.append([r["workload"], "instructions/op in all engine functions (± 25 run to run)",
+                         f"{hooked:.1f}", f"{bare:.1f}", fmt_ratio(r.get("ratio"))])
+        else:
+            rows.append([r["workload"], f"ns/op, median of {r.get('runs', '?')} runs",
+                         fmt_ns(hooked), fmt_ns(bare), fmt_ratio(r.get("ratio"))])
+    lines += table(["workload", "measure", "hooks compiled in (profiler off)", "hooks compiled out",
+                    "in vs out"], rows)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # --- any other suite -------------------------------------------------------------------------
 
 
@@ -372,7 +396,12 @@ def load_suites():
     return suites
 
 
-RENDERERS = {"engine": render_engine, "frontend": render_frontend, "overlap": render_overlap}
+RENDERERS = {
+    "engine": render_engine,
+    "frontend": render_frontend,
+    "overlap": render_overlap,
+    "profiler_off": render_profiler_off,
+}
 
 
 def regenerate():
