@@ -200,6 +200,37 @@ TEST_CASE("two threaded engines alive at once each get their CPU workers") {
   }
 }
 
+// Runs rounds until one strands an op, for at most `iterations` rounds and ~1.5 s (a loaded
+// machine slows the busy-waiting rounds down a lot). Each round calls `push_round(i)`, which
+// pushes ops whose last one adds 1 to `done`, then busy-waits until `done` is i + 1: with a
+// timeout, where wait_for_var would hang, and without yielding, which keeps all cores busy so
+// that threads are preempted at arbitrary points. Returns the stranded round (or -1) and the
+// rounds run; afterwards a later push frees a stranded op, so the engine can finish.
+struct StrandingRun {
+  int stranded_at = -1;
+  int rounds = 0;
+};
+template <class PushRound>
+StrandingRun run_until_stranded(tandem::Engine& engine, int iterations,
+                                const std::atomic<int>& done, PushRound push_round) {
+  StrandingRun run;
+  const auto time_budget = std::chrono::steady_clock::now() + 1500ms;
+  for (int i = 0; i < iterations && run.stranded_at < 0; ++i, ++run.rounds) {
+    if ((i & 255) == 0 && std::chrono::steady_clock::now() > time_budget) break;
+    push_round(i);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (done.load() != i + 1) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        run.stranded_at = i;
+        break;
+      }
+    }
+  }
+  engine.push([] {}, cpu(), {}, {});
+  engine.wait_all();
+  return run;
+}
+
 // Regression test: ReadyFifo (ready_fifo.h) once said "empty" when its tail was the stub, but a
 // producer linking behind the stub while a consumer re-inserted it could leave an op queued
 // ahead of the stub: the op stayed stranded until some later push, and a program waiting for it
@@ -210,38 +241,21 @@ TEST_CASE("a ready op runs without a later push to wake it") {
   TestEngine engine(config);
   Var first = engine.var(), second = engine.var();
   std::atomic<int> followers_ran{0};
-  int stranded_at = -1;
-  // Up to 200,000 rounds (the old bug showed within ~30,000), but at most ~1.5 s: a loaded
-  // machine slows the busy-waiting rounds down a lot.
-  const int iterations = static_cast<int>(200000 * test_scale());
-  const auto time_budget = std::chrono::steady_clock::now() + 1500ms;
-  int rounds = 0;
   std::uint32_t lcg = 1;
-  for (int i = 0; i < iterations && stranded_at < 0; ++i, ++rounds) {
-    if ((i & 255) == 0 && std::chrono::steady_clock::now() > time_budget) break;
-    // The worker that finishes `first` queues the follower while the other worker may be
-    // taking the independent op, the last one queued. The first op's length varies so that
-    // the two meet at every possible moment.
-    lcg = lcg * 1103515245u + 12345u;
-    const int spins = static_cast<int>((lcg >> 8) % 200);
-    engine->push([spins] { spin_for(spins); }, cpu(), {}, {first});
-    engine->push([&followers_ran] { followers_ran.fetch_add(1); }, cpu(), {first}, {second});
-    engine->push([] {}, cpu(), {}, {});
-    // Busy-wait, with a timeout (wait_for_var would hang), until the follower has run. Not
-    // yielding keeps all cores busy, so threads are preempted at arbitrary points.
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (followers_ran.load() != i + 1) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        stranded_at = i;
-        break;
-      }
-    }
-  }
-  CAPTURE(stranded_at);
-  CAPTURE(rounds);
-  CHECK(stranded_at == -1);
-  engine->push([] {}, cpu(), {}, {});  // a later push frees a stranded op, so this can finish
-  engine->wait_all();
+  // Up to 200,000 rounds (the old bug showed within ~30,000).
+  const StrandingRun run =
+      run_until_stranded(*engine, static_cast<int>(200000 * test_scale()), followers_ran, [&](int) {
+        // The worker that finishes `first` queues the follower while the other worker may be
+        // taking the independent op, the last one queued. The first op's length varies so
+        // that the two meet at every possible moment.
+        lcg = lcg * 1103515245u + 12345u;
+        const int spins = static_cast<int>((lcg >> 8) % 200);
+        engine->push([spins] { spin_for(spins); }, cpu(), {}, {first});
+        engine->push([&followers_ran] { followers_ran.fetch_add(1); }, cpu(), {first}, {second});
+        engine->push([] {}, cpu(), {}, {});
+      });
+  CAPTURE(run.rounds);
+  CHECK(run.stranded_at == -1);
 }
 
 // The hand-off between a push and a drainer that is going idle (CpuExecutor::wake_drainer and
@@ -256,32 +270,18 @@ TEST_CASE("an op pushed while the drainers go idle still runs") {
   TestEngine engine(config);
   Var var = engine.var();
   std::atomic<int> ran{0};
-  int stranded_at = -1;
-  const int iterations = static_cast<int>(100000 * test_scale());
-  const auto time_budget = std::chrono::steady_clock::now() + 1500ms;
-  int rounds = 0;
   std::uint32_t lcg = 7;
-  for (int i = 0; i < iterations && stranded_at < 0; ++i, ++rounds) {
-    if ((i & 255) == 0 && std::chrono::steady_clock::now() > time_budget) break;
-    lcg = lcg * 1103515245u + 12345u;
-    spin_for(static_cast<int>((lcg >> 8) % 400));
-    // Alternately an ordinary op (the lock-free FIFO) and a low-priority one (a priority
-    // queue): the two publish differently.
-    const int priority = (i & 1) ? -1 : 0;
-    engine->push([&ran] { ran.fetch_add(1); }, cpu(), {}, {var}, {.priority = priority});
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (ran.load() != i + 1) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        stranded_at = i;
-        break;
-      }
-    }
-  }
-  CAPTURE(stranded_at);
-  CAPTURE(rounds);
-  CHECK(stranded_at == -1);
-  engine->push([] {}, cpu(), {}, {});  // a later push frees a stranded op, so this can finish
-  engine->wait_all();
+  const StrandingRun run =
+      run_until_stranded(*engine, static_cast<int>(100000 * test_scale()), ran, [&](int i) {
+        lcg = lcg * 1103515245u + 12345u;
+        spin_for(static_cast<int>((lcg >> 8) % 400));
+        // Alternately an ordinary op (the lock-free FIFO) and a low-priority one (a priority
+        // queue): the two publish differently.
+        const int priority = (i & 1) ? -1 : 0;
+        engine->push([&ran] { ran.fetch_add(1); }, cpu(), {}, {var}, {.priority = priority});
+      });
+  CAPTURE(run.rounds);
+  CHECK(run.stranded_at == -1);
 }
 
 TEST_CASE("RunContext names the op, its device and its worker") {
