@@ -56,9 +56,13 @@ trap 'rm -rf "$work"' EXIT
 # Instructions per pushed op of `independent` for one binary, in steady state (a 3-repetition
 # run minus a 1-repetition run, so setup and the harness's calibration cancel out), from
 # callgrind's self cost per function. Prints two numbers: the functions that hold the hooks
-# (prepare, submit, enqueue_on_vars, dispatch, execute, finish, release_op_record: their cost
-# hardly depends on thread timing), and every engine function (tandem::detail::*), whose total
-# also holds spin-lock and idle-polling instructions that vary by +-25 per op between runs.
+# (prepare, submit, enqueue_on_vars and queue_on_vars, dispatch, execute, finish,
+# release_op_record: their cost hardly depends on thread timing), and every engine function
+# (tandem::detail::*), whose total also holds spin-lock and idle-polling instructions that
+# vary by +-25 per op between runs. ThreadedEngine::release is left out of the first: how
+# often it takes its "a thread is blocked in wait_all" path depends on timing (+-10 per op
+# between two builds). Its one hook, the test before a completion hands a readied op on
+# (dispatch_on_completion), does not run in `independent`, where no op readies another.
 instructions_per_op() {
   local binary=$1 name=$2 reps
   for reps in 1 3; do
@@ -73,8 +77,8 @@ instructions_per_op() {
 import re, sys
 base = sys.argv[1]
 HOOKED = {"EngineCore::prepare", "ThreadedEngine::submit", "ThreadedEngine::enqueue_on_vars",
-          "ThreadedEngine::dispatch", "EngineCore::execute", "EngineCore::finish",
-          "release_op_record"}
+          "ThreadedEngine::queue_on_vars<false>", "ThreadedEngine::dispatch",
+          "EngineCore::execute", "EngineCore::finish", "release_op_record"}
 def costs(path):
     out = {}
     for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+\S*?:(\S.*?)(?: \[.*)?$", open(path).read(), re.M):
