@@ -130,7 +130,7 @@ bool CpuExecutor::run_next_here(OpRecord* op) noexcept {
 }
 
 OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
-  if (context.next != nullptr) [[likely]] {
+  if (context.next != nullptr) {
     if (OpRecord* urgent = urgent_.pop()) return urgent;
     OpRecord* op = context.next;
     context.next = nullptr;
