@@ -1,5 +1,5 @@
 // TANDEM_FAST_TLS: the TLS model of the engine's per-thread hot-path state (the current op, the
-// record pools' caches).
+// drainer running on the thread, the record pools' caches).
 //
 // The engine is compiled position-independent (it may end up in a shared library), and there a
 // thread_local defaults to the general-dynamic model: every access calls __tls_get_addr, ~15
@@ -7,7 +7,7 @@
 // load. Its one constraint is that the library's TLS block must be allocated at program start
 // or fit in glibc's surplus static TLS when the library is dlopen'ed (a few hundred bytes are
 // reserved for that, `glibc.rtld.optional_static_tls`); the engine's initial-exec variables
-// total 40 bytes. Every such variable must also be constinit and trivially destructible, so the
+// total 48 bytes. Every such variable must also be constinit and trivially destructible, so the
 // compiler emits no per-access initialisation wrapper.
 #pragma once
 
