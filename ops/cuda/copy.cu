@@ -83,8 +83,8 @@ void fill(const ArrayView& out, double value, tandem::Stream& stream) {
   Launch launch(stream, "fill");
   const auto indexer = make_indexer<1>(out.shape, {&out.strides});
   dispatch_dtype(out.dtype, [&]<class T>(T) {
-    fill_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(convert<T>(value),
-                                                                    out.typed<T>(), indexer, n);
+    fill_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(convert<T>(value), out.typed<T>(),
+                                                                  indexer, n);
     launch.launched();
   });
 }
@@ -95,8 +95,8 @@ void arange(const ArrayView& out, double start, double step, tandem::Stream& str
   Launch launch(stream, "arange");
   const auto indexer = make_indexer<1>(out.shape, {&out.strides});
   dispatch_dtype(out.dtype, [&]<class T>(T) {
-    arange_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(start, step, out.typed<T>(),
-                                                                      indexer, n);
+    arange_kernel<T>
+        <<<grid_for(n), kThreads, 0, launch.stream()>>>(start, step, out.typed<T>(), indexer, n);
     launch.launched();
   });
 }

@@ -165,8 +165,8 @@ void unary_dense(UnaryOp op, DType dtype, const void* in, void* out, std::int64_
         contiguous_view(out, dtype, shape), stream);
 }
 
-void binary_dense(BinaryOp op, DType dtype, const void* a, const void* b, void* out,
-                  std::int64_t n, tandem::Stream& stream) {
+void binary_dense(BinaryOp op, DType dtype, const void* a, const void* b, void* out, std::int64_t n,
+                  tandem::Stream& stream) {
   const Shape shape{n};
   binary(op, contiguous_view(const_cast<void*>(a), dtype, shape),
          contiguous_view(const_cast<void*>(b), dtype, shape), contiguous_view(out, dtype, shape),

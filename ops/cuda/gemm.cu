@@ -37,9 +37,9 @@ BlasOperand describe(const ArrayView& v) {
 void check_cublas(cublasStatus_t status, const Launch& launch, const char* call) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   (void)cudaGetLastError();
-  throw Error(std::string("tandem: gemm: ") + call + " on gpu(" +
-              std::to_string(launch.device()) + ") failed: " + cublasGetStatusString(status) +
-              " (" + cublasGetStatusName(status) + ")");
+  throw Error(std::string("tandem: gemm: ") + call + " on gpu(" + std::to_string(launch.device()) +
+              ") failed: " + cublasGetStatusString(status) + " (" + cublasGetStatusName(status) +
+              ")");
 }
 
 template <class T>
@@ -52,15 +52,15 @@ void blas_gemm(cublasHandle_t handle, const Launch& launch, const ArrayView& a, 
   const cublasOperation_t op_a = da.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const T one = 1, zero = 0;  // host pointers: the handle's default CUBLAS_POINTER_MODE_HOST
   if constexpr (std::is_same_v<T, float>) {
-    check_cublas(cublasSgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const float>(),
-                                db.leading, a.typed<const float>(), da.leading, &zero,
-                                c.typed<float>(), ldc),
-                 launch, "cublasSgemm_64");
+    check_cublas(
+        cublasSgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const float>(), db.leading,
+                       a.typed<const float>(), da.leading, &zero, c.typed<float>(), ldc),
+        launch, "cublasSgemm_64");
   } else {
-    check_cublas(cublasDgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const double>(),
-                                db.leading, a.typed<const double>(), da.leading, &zero,
-                                c.typed<double>(), ldc),
-                 launch, "cublasDgemm_64");
+    check_cublas(
+        cublasDgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const double>(), db.leading,
+                       a.typed<const double>(), da.leading, &zero, c.typed<double>(), ldc),
+        launch, "cublasDgemm_64");
   }
 }
 
@@ -74,8 +74,10 @@ void floating_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
   Launch launch(stream, "gemm");
   // Operands cuBLAS cannot describe are packed into one dense scratch block first.
   BlasOperand da = describe(a), db = describe(b);
-  const std::size_t a_bytes = da.usable ? 0 : static_cast<std::size_t>(a.num_elements()) * sizeof(T);
-  const std::size_t b_bytes = db.usable ? 0 : static_cast<std::size_t>(b.num_elements()) * sizeof(T);
+  const std::size_t a_bytes =
+      da.usable ? 0 : static_cast<std::size_t>(a.num_elements()) * sizeof(T);
+  const std::size_t b_bytes =
+      db.usable ? 0 : static_cast<std::size_t>(b.num_elements()) * sizeof(T);
   const std::size_t b_offset = (a_bytes + 255) / 256 * 256;
   Scratch scratch(launch, b_offset + b_bytes);
   ArrayView pa = a, pb = b;
@@ -104,8 +106,8 @@ __global__ void integer_gemm_kernel(const T* a, std::int64_t sa0, std::int64_t s
     const std::int64_t i = e / n, j = e % n;
     T sum = 0;
     for (std::int64_t p = 0; p < k; ++p) {
-      sum = functors::wrapping_add(sum, functors::wrapping_mul(a[i * sa0 + p * sa1],
-                                                               b[p * sb0 + j * sb1]));
+      sum = functors::wrapping_add(
+          sum, functors::wrapping_mul(a[i * sa0 + p * sa1], b[p * sb0 + j * sb1]));
     }
     c[i * sc0 + j * sc1] = sum;
   }

@@ -36,9 +36,8 @@ std::uint64_t fill_random(const char* name, const ArrayView& out, const Dist& di
   if (n == 0) return 0;
   Launch launch(stream, name);
   const auto indexer = make_indexer<1>(out.shape, {&out.strides});
-  random_kernel<T><<<grid_for(blocks), kThreads, 0, launch.stream()>>>(dist, seed, counter,
-                                                                        out.typed<T>(), indexer, n,
-                                                                        blocks);
+  random_kernel<T><<<grid_for(blocks), kThreads, 0, launch.stream()>>>(
+      dist, seed, counter, out.typed<T>(), indexer, n, blocks);
   launch.launched();
   return static_cast<std::uint64_t>(blocks);
 }

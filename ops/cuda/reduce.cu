@@ -6,10 +6,10 @@
 //
 // The rules are those of ops/src/cpu/reducers.h, restated for the device; CUB requires a
 // commutative operator, so argmax breaks ties by the smaller index instead of by order.
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_segmented_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 
 #include <cmath>
 #include <limits>
@@ -209,8 +209,8 @@ void reduce_all_typed(const ArrayView& in, const ArrayView& out, const Launch& l
   auto input = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
                                                LoadAll<T, Rule>{in.typed<const T>(), indexer});
   std::size_t temp_bytes = 0;
-  check(cub::DeviceReduce::Reduce(nullptr, temp_bytes, input, static_cast<Acc*>(nullptr), n,
-                                  Rule{}, Rule::identity(), launch.stream()),
+  check(cub::DeviceReduce::Reduce(nullptr, temp_bytes, input, static_cast<Acc*>(nullptr), n, Rule{},
+                                  Rule::identity(), launch.stream()),
         "reduce (cub::DeviceReduce::Reduce size query)", launch.device());
   const std::size_t acc_bytes = aligned(sizeof(Acc));
   Scratch scratch(launch, acc_bytes + temp_bytes);
@@ -226,8 +226,7 @@ void reduce_all_typed(const ArrayView& in, const ArrayView& out, const Launch& l
 }
 
 template <class Out, class T, class Rule>
-void reduce_axis_typed(const ArrayView& in, int axis, const ArrayView& out,
-                       const Launch& launch) {
+void reduce_axis_typed(const ArrayView& in, int axis, const ArrayView& out, const Launch& launch) {
   using Acc = typename Rule::Acc;
   const std::int64_t length = in.shape[axis];
   const std::int64_t axis_stride = in.strides[static_cast<std::size_t>(axis)];

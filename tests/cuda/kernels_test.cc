@@ -129,9 +129,8 @@ TEST_SUITE("cuda.kernels") {
     ops::cpu::binary_scalar_dense(ops::BinaryOp::divide, DType::int32, ints.data(), -1.0, false,
                                   i_expected.data(), 4);
     CHECK(i_out.read() == i_expected);
-    CHECK_THROWS_AS(ops::cuda::binary_scalar_dense(ops::BinaryOp::divide, DType::int32,
-                                                   i_in.data(), 0.0, false, i_out.data(), 4,
-                                                   compute_stream()),
+    CHECK_THROWS_AS(ops::cuda::binary_scalar_dense(ops::BinaryOp::divide, DType::int32, i_in.data(),
+                                                   0.0, false, i_out.data(), 4, compute_stream()),
                     tandem::Error);
     CHECK_THROWS_AS(ops::cuda::unary_dense(ops::UnaryOp::exp, DType::int32, i_in.data(),
                                            i_out.data(), 4, compute_stream()),
@@ -182,8 +181,8 @@ TEST_SUITE("cuda.kernels") {
     auto host = sample<float>(17 * 9 * 23, 6);
     host[100] = 1e6f;  // a unique maximum for argmax
     DeviceBuffer<float> in(host);
-    for (auto op : {ops::ReduceOp::sum, ops::ReduceOp::mean, ops::ReduceOp::max,
-                    ops::ReduceOp::min, ops::ReduceOp::norm, ops::ReduceOp::argmax}) {
+    for (auto op : {ops::ReduceOp::sum, ops::ReduceOp::mean, ops::ReduceOp::max, ops::ReduceOp::min,
+                    ops::ReduceOp::norm, ops::ReduceOp::argmax}) {
       CAPTURE(ops::op_name(op));
       const bool arg = op == ops::ReduceOp::argmax;
       if (arg) {
@@ -228,7 +227,8 @@ TEST_SUITE("cuda.kernels") {
     std::int32_t i_expected = 0;
     ops::cuda::reduce_all(ops::ReduceOp::sum, view(i_in.data(), Shape{4}),
                           view(i_out.data(), Shape{}), compute_stream());
-    ops::cpu::reduce_all(ops::ReduceOp::sum, view(ints.data(), Shape{4}), view(&i_expected, Shape{}));
+    ops::cpu::reduce_all(ops::ReduceOp::sum, view(ints.data(), Shape{4}),
+                         view(&i_expected, Shape{}));
     CHECK(i_out.read()[0] == i_expected);
     std::vector<double> with_nan = {1.0, NAN, 3.0, NAN, 2.0};
     DeviceBuffer<double> n_in(with_nan), n_max(1);
@@ -246,8 +246,8 @@ TEST_SUITE("cuda.kernels") {
     const Shape shape{33, 31};  // not a multiple of the values per Philox block
     DeviceBuffer<float> uniform(33 * 31);
     std::vector<float> uniform_cpu(33 * 31);
-    const auto used = ops::cuda::random_uniform(view(uniform.data(), shape), -2.0, 3.0, 42, 7,
-                                                compute_stream());
+    const auto used =
+        ops::cuda::random_uniform(view(uniform.data(), shape), -2.0, 3.0, 42, 7, compute_stream());
     CHECK(used == ops::cpu::random_uniform(view(uniform_cpu.data(), shape), -2.0, 3.0, 42, 7));
     CHECK(uniform.read() == uniform_cpu);  // bit for bit
 

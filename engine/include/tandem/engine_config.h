@@ -25,11 +25,11 @@ struct AcceleratorConfig {
   //   latency + max(flops / compute rate, bytes / bandwidth)
   // where bandwidth is the memory bandwidth on compute streams and the bus bandwidth on copy
   // streams, or as long as its CPU body really takes when that is longer.
-  double sim_gflops = 1000.0;           // compute rate, GFLOP/s
-  double sim_memory_gbps = 500.0;       // device memory bandwidth, GB/s
-  double sim_bus_gbps = 12.0;           // host<->device and peer bus, GB/s per direction
-  double sim_latency_us = 5.0;          // per item (launch or copy setup)
-  std::size_t sim_memory_mb = 4096;     // modelled device memory; past it allocation fails
+  double sim_gflops = 1000.0;        // compute rate, GFLOP/s
+  double sim_memory_gbps = 500.0;    // device memory bandwidth, GB/s
+  double sim_bus_gbps = 12.0;        // host<->device and peer bus, GB/s per direction
+  double sim_latency_us = 5.0;       // per item (launch or copy setup)
+  std::size_t sim_memory_mb = 4096;  // modelled device memory; past it allocation fails
   // Debug/benchmark mode: every accelerator op synchronizes its stream before it completes,
   // instead of completing at launch with event fences on its vars.
   bool synchronize_each_op = false;

@@ -128,9 +128,10 @@ int cuda_device_count() {
       (void)cudaGetLastError();
       // No driver (cudaErrorInsufficientDriver), no device (cudaErrorNoDevice), the driver
       // stub (cudaErrorStubLibrary)...: a machine without usable GPUs, not a failure.
-      log().info("tandem: no CUDA devices: cudaGetDeviceCount answered {} ({}); gpu(i) devices are "
-                 "unavailable",
-                 cudaGetErrorString(status), cudaGetErrorName(status));
+      log().info(
+          "tandem: no CUDA devices: cudaGetDeviceCount answered {} ({}); gpu(i) devices are "
+          "unavailable",
+          cudaGetErrorString(status), cudaGetErrorName(status));
       return 0;
     }
     return n;

@@ -119,8 +119,8 @@ bool CudaEvent::query() {
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
     // The work before the event ended with a device or runtime error (it is over either way).
-    set_cuda_error(std::make_exception_ptr(
-        Error(cuda_error_message("cudaEventQuery", device_, status))));
+    set_cuda_error(
+        std::make_exception_ptr(Error(cuda_error_message("cudaEventQuery", device_, status))));
   }
   done_.store(true, std::memory_order_release);
   return true;

@@ -102,7 +102,7 @@ class CudaEvent final : public DeviceEvent {
   const std::shared_ptr<StreamSegment> segment_;
   const std::shared_ptr<const TimingReference> reference_;
   std::atomic<bool> done_{false};
-  std::mutex mutex_;             // guards cuda_error_ and time_ns_
+  std::mutex mutex_;               // guards cuda_error_ and time_ns_
   std::exception_ptr cuda_error_;  // the runtime's error for the work before the event
   std::int64_t time_ns_ = -1;
 };

@@ -189,8 +189,8 @@ void CudaStream::copy(void* dst, const void* src, std::size_t bytes) {
     if (dst_device >= 0 && src_device >= 0 && dst_device != src_device) {
       enable_peer_access(dst_device, src_device);
       enable_peer_access(src_device, dst_device);
-      TANDEM_CUDA_CHECK(
-          cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream_), device_);
+      TANDEM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream_),
+                        device_);
       return;
     }
   }

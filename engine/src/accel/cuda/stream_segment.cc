@@ -49,8 +49,8 @@ std::exception_ptr StreamSegment::error_before(std::size_t upstream_before) {
     // Entries already dropped were resolved without error (an error would have been kept).
     const std::size_t live =
         upstream_before > upstream_dropped_ ? upstream_before - upstream_dropped_ : 0;
-    upstream.assign(upstream_.begin(),
-                    upstream_.begin() + static_cast<std::ptrdiff_t>(std::min(live, upstream_.size())));
+    upstream.assign(upstream_.begin(), upstream_.begin() + static_cast<std::ptrdiff_t>(
+                                                               std::min(live, upstream_.size())));
   }
   for (const auto& segment : upstream) {
     if (auto error = segment->final_error()) {

@@ -23,8 +23,8 @@ void binary_scalar(BinaryOp op, const ArrayView& a, double scalar, bool scalar_f
 
 void unary_dense(UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n,
                  tandem::Stream& stream);
-void binary_dense(BinaryOp op, DType dtype, const void* a, const void* b, void* out,
-                  std::int64_t n, tandem::Stream& stream);
+void binary_dense(BinaryOp op, DType dtype, const void* a, const void* b, void* out, std::int64_t n,
+                  tandem::Stream& stream);
 void binary_scalar_dense(BinaryOp op, DType dtype, const void* a, double scalar, bool scalar_first,
                          void* out, std::int64_t n, tandem::Stream& stream);
 
