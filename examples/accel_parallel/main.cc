@@ -14,22 +14,18 @@
 // kernel times are long next to the real CPU time its kernels take on this machine.
 #include <tandem/tandem.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <utility>
 #include <vector>
 
+#include "example_support.h"
 #include "tandem/accel/accelerator.h"
 
 namespace nd = tandem::nd;
 
 namespace {
 
-std::vector<nd::NDArray> run(const nd::NDArray& x) {
-  std::vector<nd::NDArray> products;
-  for (int i = 0; i < 10; ++i) products.push_back(nd::dot(x, x));
-  return products;
-}
+using tandem_example::run;
 
 std::vector<nd::NDArray> copy_to_cpu(const std::vector<nd::NDArray>& arrays) {
   std::vector<nd::NDArray> copies;
@@ -37,25 +33,17 @@ std::vector<nd::NDArray> copy_to_cpu(const std::vector<nd::NDArray>& arrays) {
   return copies;
 }
 
+// The seeds' Benchmark, with their label width.
 template <class Body>
 double benchmark(const char* label, Body&& body) {
-  const auto start = std::chrono::steady_clock::now();
-  body();
-  nd::waitall();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%-40s time: %.4f sec\n", label, seconds);
-  return seconds;
+  return tandem_example::benchmark(label, 40, std::forward<Body>(body));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, use_cuda = false;
-  for (int i = 1; i < argc; ++i) {
-    quick = quick || std::strcmp(argv[i], "--quick") == 0;
-    use_cuda = use_cuda || std::strcmp(argv[i], "--cuda") == 0;
-  }
+  const bool quick = tandem_example::has_flag(argc, argv, "--quick");
+  const bool use_cuda = tandem_example::has_flag(argc, argv, "--cuda");
   if (!use_cuda) {
     tandem::AcceleratorConfig config = tandem::EngineConfig::from_env().accel;
     config.sim_gflops = 2.0;  // a slow modelled device: 33 MFLOP per 256 x 256 product = 17 ms

@@ -11,9 +11,10 @@
 // hides the round trip to the worker; for big ones the arithmetic dominates and the two meet.
 #include <tandem/tandem.h>
 
+#include "example_support.h"
+
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <vector>
 
@@ -21,9 +22,7 @@ namespace nd = tandem::nd;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
+using tandem_example::seconds_since;
 
 // The seeds' Benchmark: times a block and prints "<prefix> time: X sec".
 template <class Body>
@@ -57,7 +56,7 @@ double best_add_loop(const nd::NDArray& x, int iterations, bool wait_each) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool quick = tandem_example::has_flag(argc, argv, "--quick");
   const std::int64_t n = quick ? 1000 : 2000;
   const int iterations = quick ? 200 : 1000;
   std::printf("tandem async_demo: %s engine, %s\n\n",

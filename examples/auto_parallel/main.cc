@@ -10,36 +10,22 @@
 // product, which also keeps the next one from being queued early.
 #include <tandem/tandem.h>
 
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <vector>
+#include "example_support.h"
+
+#include <utility>
 
 namespace nd = tandem::nd;
 
-namespace {
+using tandem_example::run;
 
-std::vector<nd::NDArray> run(const nd::NDArray& x) {
-  std::vector<nd::NDArray> products;
-  for (int i = 0; i < 10; ++i) products.push_back(nd::dot(x, x));
-  return products;
-}
-
+// The seeds' Benchmark, with their label width.
 template <class Body>
 double benchmark(const char* label, Body&& body) {
-  const auto start = std::chrono::steady_clock::now();
-  body();
-  nd::waitall();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%-44s time: %.4f sec\n", label, seconds);
-  return seconds;
+  return tandem_example::benchmark(label, 44, std::forward<Body>(body));
 }
 
-}  // namespace
-
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool quick = tandem_example::has_flag(argc, argv, "--quick");
   const std::int64_t n = quick ? 500 : 2000;
   const nd::NDArray x = nd::random::uniform({n, n});
   run(x);  // warm up

@@ -10,28 +10,20 @@
 // devices compute at the same time; the program checks the sum against the one-device result.
 #include <tandem/tandem.h>
 
+#include "example_support.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 namespace nd = tandem::nd;
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
+using tandem_example::seconds_since;
 
 int main(int argc, char** argv) {
-  bool quick = false, use_cuda = false;
-  for (int i = 1; i < argc; ++i) {
-    quick = quick || std::strcmp(argv[i], "--quick") == 0;
-    use_cuda = use_cuda || std::strcmp(argv[i], "--cuda") == 0;
-  }
+  const bool quick = tandem_example::has_flag(argc, argv, "--quick");
+  const bool use_cuda = tandem_example::has_flag(argc, argv, "--cuda");
   const tandem::DeviceKind kind = use_cuda ? tandem::DeviceKind::cuda : tandem::DeviceKind::sim;
   const int count = std::min(2, tandem::device_count(kind));
   if (count < 1) {

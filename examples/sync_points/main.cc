@@ -11,9 +11,10 @@
 // Each of them also rethrows the error of a failed op that produced the array.
 #include <tandem/tandem.h>
 
+#include "example_support.h"
+
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
 namespace nd = tandem::nd;
@@ -24,15 +25,14 @@ template <class Body>
 void benchmark(const char* prefix, Body&& body) {
   const auto start = std::chrono::steady_clock::now();
   body();
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed = tandem_example::seconds_since(start);
   std::printf("%stime: %.4f sec\n", prefix, elapsed);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool quick = tandem_example::has_flag(argc, argv, "--quick");
   const std::int64_t n = quick ? 500 : 2000;
   nd::NDArray x, y, z;
 
