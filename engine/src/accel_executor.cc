@@ -71,13 +71,20 @@ void AcceleratorExecutor::prune() {
   {
     std::lock_guard lock(outstanding_mutex_);
     while (ended < outstanding_.size() && outstanding_[ended]->done->query()) {
-      if (outstanding_[ended]->done->error()) failed.push_back(outstanding_[ended]);
+      DeviceWork& work = *outstanding_[ended];
+      if (work.done->error()) {
+        failed.push_back(outstanding_[ended]);
+      } else {
+        // Succeeded: nothing will ask where a failure came from, so the chain of inputs ends
+        // here (error resolution never touches work that succeeded; see resolve_locked).
+        work.inputs.clear();
+      }
       ++ended;
     }
   }
   if (ended == 0) return;
-  // Resolve before dropping, so that a resolution elsewhere still finds the failure while it
-  // looks for the origin of a downstream skip (see EngineCore::resolve_failures_before_locked).
+  // Resolve before dropping: wait_all only sees the work still outstanding, and a failure whose
+  // vars were overwritten meanwhile must still be reported.
   for (const DeviceWorkRef& work : failed) {
     try {
       engine_.device_error(*work);

@@ -13,9 +13,9 @@ namespace tandem::detail {
 
 namespace {
 
-// Device failures remembered for matching downstream skips; a program that keeps failing on the
-// device must not grow this without bound.
-constexpr std::size_t kMaxRememberedDeviceErrors = 1024;
+bool older(const ErrorRef& a, const ErrorRef& b) {
+  return a && (!b || a->op_sequence < b->op_sequence);
+}
 
 }  // namespace
 
@@ -31,39 +31,51 @@ void EngineCore::wait_for(const DeviceWork& work) noexcept {
 ErrorRef EngineCore::device_error(DeviceWork& work) {
   if (!work.done->error()) return nullptr;  // the common case: no lock
   std::lock_guard lock(device_errors_mutex_);
-  return resolve_locked(work, /*look_earlier=*/true);
+  return resolve_locked(work);
 }
 
-ErrorRef EngineCore::resolve_locked(DeviceWork& work, bool look_earlier) {
-  if (work.resolved) return work.record;
-  const std::exception_ptr error = work.done->error();
-  if (!error) {
-    work.resolved = true;
-    return nullptr;
-  }
-  if (look_earlier) resolve_failures_before_locked(work.push_sequence);
-  if (work.resolved) return work.record;  // resolved as an earlier failure's twin just now
-  for (const auto& [known, record] : device_errors_) {
-    if (known == error) {
-      work.resolved = true;
-      work.record = record;
-      return record;
+ErrorRef EngineCore::resolve_locked(DeviceWork& root) {
+  // Depth first over the failed inputs not resolved yet, without recursion: a chain of skipped
+  // work can be as long as the work in flight. Only failed work is ever pushed (`root` too: see
+  // device_error). Every work on the stack has ended (the caller waited for `root`, and a
+  // stream reaches its own work only after the work it waits on), so each error is final.
+  std::vector<DeviceWork*> stack{&root};
+  while (!stack.empty()) {
+    DeviceWork* work = stack.back();
+    if (work->resolved) {
+      stack.pop_back();
+      continue;
     }
+    const std::exception_ptr error = work->done->error();
+    bool inputs_pending = false;
+    for (const DeviceWorkRef& input : work->inputs) {
+      // Work that succeeded is never written here: its executor's prune() owns its `inputs`.
+      if (!input->resolved && input->done->error()) {
+        stack.push_back(input.get());
+        inputs_pending = true;
+      }
+    }
+    if (inputs_pending) continue;
+    ErrorRef upstream;
+    for (const DeviceWorkRef& input : work->inputs) {
+      if (older(input->record, upstream)) upstream = input->record;
+    }
+    if (upstream) {
+      // Skipped on the device: the oldest failure it read carries on, as for a skipped CPU op.
+      ops_skipped_.fetch_add(1, std::memory_order_relaxed);
+      work->record = std::move(upstream);
+    } else {
+      ops_failed_.fetch_add(1, std::memory_order_relaxed);
+      work->record = std::make_shared<ErrorRecord>(
+          wrap_op_error(work->op_name, work->device, error), work->push_sequence);
+      log().debug("device work of op '{}' on {} failed", work->op_name, to_string(work->device));
+      errors_.record(work->record);
+    }
+    work->resolved = true;
+    work->inputs.clear();
+    stack.pop_back();
   }
-  // A failure of this op's own device work.
-  ops_failed_.fetch_add(1, std::memory_order_relaxed);
-  auto record = std::make_shared<ErrorRecord>(wrap_op_error(work.op_name, work.device, error),
-                                              work.push_sequence);
-  log().debug("device work of op '{}' on {} failed", work.op_name, to_string(work.device));
-  errors_.record(record);
-  if (device_errors_.size() >= kMaxRememberedDeviceErrors) {
-    device_errors_.erase(device_errors_.begin(),
-                         device_errors_.begin() + kMaxRememberedDeviceErrors / 2);
-  }
-  device_errors_.emplace_back(error, record);
-  work.resolved = true;
-  work.record = record;
-  return record;
+  return root.record;
 }
 
 ErrorRef EngineCore::settle_fences(OpRecord* op) noexcept {
@@ -107,7 +119,13 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   std::exception_ptr error;
   // Device-side waits: (work, whether the op reads what it produced).
   std::vector<std::pair<DeviceWorkRef, bool>> device_waits;
+  // Of those, the ones whose failure the op's stream inherits (DeviceWork::inputs).
+  std::vector<DeviceWorkRef> inputs;
   ErrorRef fence_error;
+  // A read input whose failure is known now: resolved on the host, and the op is skipped.
+  const auto note_failure = [&](DeviceWork& work) {
+    if (ErrorRef e = device_error(work); older(e, fence_error)) fence_error = std::move(e);
+  };
   try {
     if (op->needs_fence_sync.load(std::memory_order_relaxed)) {
       std::vector<DeviceWorkRef> works;
@@ -122,22 +140,36 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
         var->lock.unlock();
         for (std::size_t w = 0; w < works.size(); ++w) {
           DeviceWork& work = *works[w];
+          // Only the write fence of a var the op reads passes its failure on (collect() puts
+          // it first); the others (write after write, write after read) only order.
+          const bool reads_result = counts && w == 0;
           // Same backend: the stream waits on the device. A no-skip op must run even after a
           // failure upstream, which a device-side wait would skip, so it waits on the host, as
           // does an op whose fence is another backend's event.
           if (work.device.kind == kind && !op->props.no_skip) {
-            // Only the write fence of a var the op reads passes its failure on; the others
-            // (write after write, write after read) only order.
-            device_waits.emplace_back(works[w], counts && w == 0);
+            // Already failed: skip at launch, like an op whose input is poisoned (a query only,
+            // so the launcher never blocks on running work here).
+            if (reads_result && work.done->query() && work.done->error()) {
+              note_failure(work);
+              continue;
+            }
+            device_waits.emplace_back(works[w], reads_result);
+            if (reads_result) inputs.push_back(works[w]);
             continue;
           }
           wait_for(work);
-          if (counts && w == 0) {
-            if (ErrorRef e = device_error(work)) {
-              if (!fence_error || e->op_sequence < fence_error->op_sequence) fence_error = e;
-            }
-          }
+          if (reads_result) note_failure(work);
         }
+      }
+    }
+    // Skipping for a poison known at launch: the error passed on must be the oldest among every
+    // input, also those whose device work is still running (oldest error wins, as on the CPU).
+    // Error path only: the launcher waits for that work on the host here.
+    if (!op->props.no_skip && !inputs.empty() &&
+        oldest_poison(op, fence_error ? &fence_error : nullptr)) {
+      for (const DeviceWorkRef& work : inputs) {
+        wait_for(*work);
+        note_failure(*work);
       }
     }
   } catch (...) {
@@ -177,6 +209,18 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
     op->destroy_callable();
   } else {
     error = run_body(op, op->worker);
+    // The launch function threw while device work it reads may still fail. If that work fails,
+    // this op was skipped and the upstream error is the one to pass on, which only the stream
+    // will know: the error goes into the stream, behind the waits, and fails this op's work
+    // only if the stream got that far (the device-side twin of skipping a poisoned op).
+    if (error && !synchronize && !inputs.empty()) {
+      try {
+        stream.enqueue_host([error] { std::rethrow_exception(error); }, {});
+        error = nullptr;
+      } catch (...) {
+        // Could not enqueue: report the launch function's error at once.
+      }
+    }
   }
 
   // The body may have enqueued work even if it threw: fence (or wait for) it all the same, so
@@ -190,6 +234,8 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
       work->push_sequence = op->push_sequence;
       work->op_name = op->props.name;
       work->device = op->device;
+      // Untracked work is never pruned, so it must not keep its inputs alive.
+      if (tracker != nullptr) work->inputs = std::move(inputs);
       if (profiled) op->end_event = work->done;
       for (std::uint32_t i = 0; i < op->num_slots; ++i) {
         const VarSlot& slot = op->slots[i];

@@ -29,7 +29,14 @@ struct DeviceWork {
   std::uint64_t push_sequence = 0;  // of the op, so that the oldest error wins
   std::string op_name;              // copied: OpProps::name need only live until the op completes
   Device device;
-  // The error record its failure resolved to; guarded by EngineCore's device-error mutex.
+  // The work whose failure this work's stream inherits: the write fences of the vars the op
+  // reads that its stream waited on device-side (Stream::wait). If one of them failed, this
+  // work was skipped on the device and its failure is theirs (the oldest one's record);
+  // otherwise a failure is this op's own. Emptied once the work has ended without error or has
+  // been resolved, so chains of work stay as short as the work in flight.
+  std::vector<std::shared_ptr<DeviceWork>> inputs;
+  // The error record its failure resolved to. `resolved`, `record` and `inputs` (after launch)
+  // are guarded by EngineCore's device-error mutex.
   bool resolved = false;
   ErrorRef record;
 };

@@ -56,9 +56,9 @@ class EngineCore : public CompletionSink {
   // or (`synchronize`) waits for the stream and completes with the stream's error. Skips the op
   // when an input is poisoned, like execute.
   void launch(OpRecord* op, Stream& stream, bool synchronize, DeviceWorkTracker* tracker) noexcept;
-  // The error record that finished device work resolves to; null if it succeeded. The first
-  // resolution of a failure records it (ErrorRegistry); later ones return the same record, and
-  // work skipped downstream of a failure resolves to that failure's record.
+  // The error record that finished device work resolves to; null if it succeeded. A failure
+  // of the work's own is recorded once (ErrorRegistry); work skipped on the device because an
+  // input failed resolves to the oldest of its inputs' records (see DeviceWork::inputs).
   ErrorRef device_error(DeviceWork& work);
   // Blocks until `work` has ended; never throws.
   static void wait_for(const DeviceWork& work) noexcept;
@@ -94,11 +94,8 @@ class EngineCore : public CompletionSink {
   // Waits for the device work fencing the vars of CPU op `op` (writes take their vars' fences
   // off); returns the oldest error of a fence on a var it reads that is not already poisoned.
   ErrorRef settle_fences(OpRecord* op) noexcept;
-  // Error path, with the device-error mutex held: resolves, oldest first, the failed device
-  // work pushed before `sequence` that the engine still tracks, so that work skipped downstream
-  // of a failure (which carries the same exception) names the op that failed.
-  virtual void resolve_failures_before_locked(std::uint64_t /*sequence*/) {}
-  ErrorRef resolve_locked(DeviceWork& work, bool look_earlier);
+  // device_error() with the device-error mutex held.
+  ErrorRef resolve_locked(DeviceWork& work);
 
   EngineStats base_stats() const;
   // The profiler's name for worker lane `worker` (as passed to execute).
@@ -130,9 +127,8 @@ class EngineCore : public CompletionSink {
   ErrorRegistry errors_;
   std::atomic<std::uint64_t> ops_failed_{0};
   std::atomic<std::uint64_t> ops_skipped_{0};
+  // Guards the resolution state of DeviceWork (error paths only).
   std::mutex device_errors_mutex_;
-  // Device failures resolved so far, by the exception they carry (error paths only; pruned).
-  std::vector<std::pair<std::exception_ptr, ErrorRef>> device_errors_;
 };
 
 }  // namespace tandem::detail

@@ -2,6 +2,7 @@
 // transitively, the writes of every op skipped because of it).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -23,8 +24,10 @@ struct ErrorRecord {
 };
 using ErrorRef = std::shared_ptr<ErrorRecord>;
 
-// The errors no sync point has thrown yet, oldest first. Touched only when an op fails and at
-// wait_all, so a mutex is fine here.
+// The errors no sync point has thrown yet. Errors are recorded in completion order (which
+// depends on timing) but taken in push order: `take_first_unthrown` returns the record of the
+// op pushed first, so wait_all reports a program's errors in the same order on every engine.
+// Touched only when an op fails and at wait_all, so a mutex and a linear scan are fine here.
 class ErrorRegistry {
  public:
   void record(ErrorRef error) {
@@ -36,15 +39,19 @@ class ErrorRegistry {
                     [](const ErrorRef& e) { return e->thrown.load(std::memory_order_relaxed); });
     unthrown_.push_back(std::move(error));
   }
-  // The oldest record not thrown yet, marked thrown; null if none.
+  // The record of the earliest-pushed op not thrown yet, marked thrown; null if none.
   ErrorRef take_first_unthrown() {
     std::lock_guard lock(mutex_);
-    while (!unthrown_.empty()) {
-      ErrorRef front = std::move(unthrown_.front());
-      unthrown_.pop_front();
-      if (!front->thrown.exchange(true)) return front;
+    for (;;) {
+      auto first = std::min_element(
+          unthrown_.begin(), unthrown_.end(),
+          [](const ErrorRef& a, const ErrorRef& b) { return a->op_sequence < b->op_sequence; });
+      if (first == unthrown_.end()) return nullptr;
+      ErrorRef error = std::move(*first);
+      unthrown_.erase(first);
+      // Skip records a wait_for_var has thrown already.
+      if (!error->thrown.exchange(true)) return error;
     }
-    return nullptr;
   }
   std::size_t size() const {
     std::lock_guard lock(mutex_);

@@ -135,21 +135,6 @@ void ThreadedEngine::settle_device_work() {
   for (const DeviceWorkRef& work : works) device_error(*work);  // records failures, oldest first
 }
 
-void ThreadedEngine::resolve_failures_before_locked(std::uint64_t sequence) {
-  std::vector<DeviceWorkRef> failed;
-  for (AcceleratorExecutor* executor : accelerator_executors()) {
-    for (DeviceWorkRef& work : executor->outstanding()) {
-      if (work->push_sequence < sequence && !work->resolved && work->done->error()) {
-        failed.push_back(std::move(work));
-      }
-    }
-  }
-  std::sort(failed.begin(), failed.end(), [](const DeviceWorkRef& a, const DeviceWorkRef& b) {
-    return a->push_sequence < b->push_sequence;
-  });
-  for (const DeviceWorkRef& work : failed) resolve_locked(*work, /*look_earlier=*/false);
-}
-
 void ThreadedEngine::release(OpRecord* op) noexcept {
   for (std::uint32_t i = 0; i < op->num_slots; ++i) {
     VarSlot& slot = op->slots[i];

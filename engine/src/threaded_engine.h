@@ -45,7 +45,6 @@ class ThreadedEngine final : public EngineCore {
  private:
   void release(OpRecord* op) noexcept override;
   std::string lane_name(int worker) const override;
-  void resolve_failures_before_locked(std::uint64_t sequence) override;
   // The executor of accelerator `device`, created on first use.
   AcceleratorExecutor& accelerator_executor(Device device);
   std::vector<AcceleratorExecutor*> accelerator_executors();

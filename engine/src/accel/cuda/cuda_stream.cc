@@ -121,26 +121,39 @@ StreamSegment& CudaStream::open_segment() {
 }
 
 void CudaStream::wait(const EventRef& event) {
+  wait_on(event, /*inherit_error=*/true);
+}
+
+void CudaStream::wait_for_order(const EventRef& event) {
+  wait_on(event, /*inherit_error=*/false);
+}
+
+void CudaStream::wait_on(const EventRef& event, bool inherit_error) {
   if (!event) return;
   auto* cuda_event = dynamic_cast<CudaEvent*>(event.get());
   if (cuda_event == nullptr) {
     throw Error("tandem: " + name_ + " cannot wait on an event of " + to_string(event->device()) +
                 ": a gpu stream waits only on gpu events (synchronize on the event instead)");
   }
-  if (cuda_event->origin() == this) return;  // stream order already covers it
+  // Stream order already covers an event of this stream, but a failure before it must still
+  // flow into this segment: the next record() closes it, and the segment the event closed is
+  // not this one.
+  const bool same_stream = cuda_event->origin() == this;
   if (event->query()) {
     // Complete: no device-side wait needed; a failure still flows downstream.
-    if (std::exception_ptr failure = event->error()) {
+    if (std::exception_ptr failure = event->error(); failure && inherit_error) {
       std::lock_guard lock(mutex_);
       open_segment().fail(failure);
     }
     return;
   }
-  DeviceGuard guard(device_);
-  // The wait uses the event's most recent record at this call (CUDA runtime documentation,
-  // cudaStreamWaitEvent); the event may belong to another device.
-  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, cuda_event->handle(), 0), device_);
-  if (cuda_event->segment()) {
+  if (!same_stream) {
+    DeviceGuard guard(device_);
+    // The wait uses the event's most recent record at this call (CUDA runtime documentation,
+    // cudaStreamWaitEvent); the event may belong to another device.
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, cuda_event->handle(), 0), device_);
+  }
+  if (inherit_error && cuda_event->segment()) {
     std::lock_guard lock(mutex_);
     open_segment().add_upstream(cuda_event->segment());
   }

@@ -2,7 +2,9 @@
 //
 // - record(): a pooled event recorded on the stream; it closes the current StreamSegment.
 // - wait(e): cudaStreamWaitEvent on the device, the host never blocks; an event already
-//   complete needs no device wait, only its error is carried over.
+//   complete needs no device wait, only its error is carried over. An event of this stream
+//   needs no wait either, but its failure is carried over all the same.
+// - wait_for_order(e): the same wait, without carrying a failure over.
 // - enqueue_host(): cudaLaunchHostFunc; an exception fails the segment (the next event) and is
 //   remembered for synchronize().
 // - copy(): cudaMemcpyAsync(cudaMemcpyDefault) (unified addressing tells the direction);
@@ -41,6 +43,7 @@ class CudaStream final : public Stream {
   const char* name() const override { return name_.c_str(); }
 
   void wait(const EventRef& event) override;
+  void wait_for_order(const EventRef& event) override;
   EventRef record(bool timing = false) override;
   void enqueue_host(std::function<void()> work, WorkCost cost) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
@@ -53,6 +56,9 @@ class CudaStream final : public Stream {
 
  private:
   StreamSegment& open_segment();  // the current segment, created when first needed
+  // wait() and wait_for_order(): the device-side wait, and with `inherit_error` the failure of
+  // the event's segment carried into this stream's open segment.
+  void wait_on(const EventRef& event, bool inherit_error);
 
   const int device_;
   const Queue queue_;
