@@ -3,6 +3,7 @@
 // docs/design.md ("Accelerators") explains the design: completion at launch plus per-var fences.
 #include <algorithm>
 #include <memory>
+#include <utility>
 
 #include "engine_core.h"
 #include "logging.h"
@@ -67,7 +68,9 @@ ErrorRef EngineCore::resolve_locked(DeviceWork& root) {
     } else {
       ops_failed_.fetch_add(1, std::memory_order_relaxed);
       work->record = std::make_shared<ErrorRecord>(
-          wrap_op_error(work->op_name, work->device, error), work->push_sequence);
+          wrap_op_error(work->op_name, work->device,
+                        work->launch_error ? work->launch_error : error),
+          work->push_sequence);
       log().debug("device work of op '{}' on {} failed", work->op_name, to_string(work->device));
       errors_.record(work->record);
     }
@@ -122,6 +125,7 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   // Of those, the ones whose failure the op's stream inherits (DeviceWork::inputs).
   std::vector<DeviceWorkRef> inputs;
   ErrorRef fence_error;
+  std::exception_ptr deferred_launch_error;  // see DeviceWork::launch_error
   // A read input whose failure is known now: resolved on the host, and the op is skipped.
   const auto note_failure = [&](DeviceWork& work) {
     if (ErrorRef e = device_error(work); older(e, fence_error)) fence_error = std::move(e);
@@ -213,13 +217,23 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
     // this op was skipped and the upstream error is the one to pass on, which only the stream
     // will know: the error goes into the stream, behind the waits, and fails this op's work
     // only if the stream got that far (the device-side twin of skipping a poisoned op).
-    if (error && !synchronize && !inputs.empty()) {
+    if (error && !synchronize && !inputs.empty() && tracker != nullptr) {
       try {
         stream.enqueue_host([error] { std::rethrow_exception(error); }, {});
-        error = nullptr;
+        deferred_launch_error = std::exchange(error, nullptr);
       } catch (...) {
         // Could not enqueue: report the launch function's error at once.
       }
+    }
+  }
+
+  // The launch function's error, reported at once: its device work, if that fails too, fails
+  // under the same record rather than as a second error (as the one exception of a CPU op).
+  ErrorRef launch_record;
+  if (error && !synchronize && !op->props.async_completion) {
+    try {
+      launch_record = record_failure(op, error);
+    } catch (...) {
     }
   }
 
@@ -236,6 +250,13 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
       work->device = op->device;
       // Untracked work is never pruned, so it must not keep its inputs alive.
       if (tracker != nullptr) work->inputs = std::move(inputs);
+      work->launch_error = deferred_launch_error;
+      if (error) {
+        // The op fails with its launch function's error; the vars it writes carry that poison,
+        // so no later op inherits this work's failure (see launch_record).
+        work->resolved = true;
+        work->record = launch_record;
+      }
       if (profiled) op->end_event = work->done;
       for (std::uint32_t i = 0; i < op->num_slots; ++i) {
         const VarSlot& slot = op->slots[i];
@@ -266,6 +287,10 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
     } catch (...) {
       if (!error) error = std::current_exception();
     }
+  }
+  if (launch_record) {
+    finish(op, launch_record, false);
+    return;
   }
   end_body(op, error);
 }

@@ -35,6 +35,11 @@ struct DeviceWork {
   // otherwise a failure is this op's own. Emptied once the work has ended without error or has
   // been resolved, so chains of work stay as short as the work in flight.
   std::vector<std::shared_ptr<DeviceWork>> inputs;
+  // What the op's launch function threw while an input might still fail. Its stream then fails
+  // this work in any case (an item rethrows it), and unless an input failed, this is the error
+  // the work resolves to, also when the work it had enqueued failed too: the launch function's
+  // exception is the op's, as the one exception of a CPU op's body.
+  std::exception_ptr launch_error;
   // The error record its failure resolved to. `resolved`, `record` and `inputs` (after launch)
   // are guarded by EngineCore's device-error mutex.
   bool resolved = false;

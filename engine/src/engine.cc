@@ -137,6 +137,7 @@ Completion RunContext::take_completion() {
   }
   op_->completion_taken = true;
   op_->completion_refs.store(2, std::memory_order_relaxed);
+  op_->sink->on_completion_taken();
   return Completion(op_);
 }
 
@@ -161,7 +162,10 @@ void Completion::finish(std::exception_ptr error) {
   if (op == nullptr) throw Error("tandem: a Completion was invoked twice (or after a move)");
   op_ = nullptr;
   op->completion_error = std::move(error);
-  if (op->completion_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) op->sink->complete(op);
+  detail::CompletionSink* sink =
+      op->sink;  // the record may be recycled once its reference is dropped
+  sink->on_completion_given();
+  if (op->completion_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) sink->complete(op);
 }
 
 }  // namespace tandem

@@ -107,6 +107,18 @@ OpRecord* current_op() noexcept {
   return tls_current_op;
 }
 
+namespace {
+thread_local bool tls_gave_completion = false;  // not on the hot path: the default TLS model
+}  // namespace
+
+bool gave_a_completion() noexcept {
+  return tls_gave_completion;
+}
+
+void note_completion_given() noexcept {
+  tls_gave_completion = true;
+}
+
 Var EngineCore::new_var() {
   return Var(acquire_var_state());
 }
@@ -229,18 +241,22 @@ void EngineCore::complete(OpRecord* op) noexcept {
   finish_with(op, std::move(error));
 }
 
-void EngineCore::finish_with(OpRecord* op, std::exception_ptr error) noexcept {
-  if (!error) {
-    finish(op, nullptr, false);
-    return;
-  }
+ErrorRef EngineCore::record_failure(const OpRecord* op, std::exception_ptr error) {
   ops_failed_.fetch_add(1, std::memory_order_relaxed);
   auto record = std::make_shared<ErrorRecord>(wrap_op_error(op->props.name, op->device, error),
                                               op->push_sequence);
   log().debug("op '{}' on {} failed: {}", op->props.name, to_string(op->device),
               describe(record->error));
   errors_.record(record);
-  finish(op, record, false);
+  return record;
+}
+
+void EngineCore::finish_with(OpRecord* op, std::exception_ptr error) noexcept {
+  if (!error) {
+    finish(op, nullptr, false);
+    return;
+  }
+  finish(op, record_failure(op, std::move(error)), false);
 }
 
 std::string EngineCore::lane_name(int worker) const {
@@ -312,7 +328,7 @@ void EngineCore::throw_first_unthrown_error() {
 
 EngineStats EngineCore::base_stats() const {
   EngineStats stats;
-  stats.ops_pushed = ops_pushed_.load(std::memory_order_relaxed);
+  stats.ops_pushed = ops_pushed_.load(std::memory_order_relaxed) & kSequenceMask;
   stats.ops_failed = ops_failed_.load(std::memory_order_relaxed);
   stats.ops_skipped = ops_skipped_.load(std::memory_order_relaxed);
   return stats;

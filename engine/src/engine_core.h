@@ -25,6 +25,9 @@ std::exception_ptr wrap_op_error(const std::string& op_name, Device device,
 
 // The op running on this thread, if any (ops can nest when a naive engine runs a push inline).
 OpRecord* current_op() noexcept;
+// True once this thread has invoked (or dropped) a Completion: it completes async ops.
+bool gave_a_completion() noexcept;
+void note_completion_given() noexcept;
 
 // Receives the device work of every accelerator op launched with fences (the threaded engine's
 // per-device executors keep it until it has ended, for wait_all and for error resolution).
@@ -49,6 +52,13 @@ class EngineCore : public CompletionSink {
   void execute(OpRecord* op, int worker) noexcept;
   // Called by Completion when an async op's completion and body have both ended.
   void complete(OpRecord* op) noexcept override;
+  void on_completion_taken() noexcept override {
+    completions_outstanding_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void on_completion_given() noexcept override {
+    note_completion_given();
+    completions_outstanding_.fetch_sub(1, std::memory_order_relaxed);
+  }
 
   // Accelerator ops (device_ops.cc). Launches a ready accelerator op on `stream`: makes the
   // stream wait for its vars' fences, runs its body (which enqueues work on the stream), then
@@ -101,8 +111,21 @@ class EngineCore : public CompletionSink {
   // The profiler's name for worker lane `worker` (as passed to execute).
   virtual std::string lane_name(int worker) const;
 
-  // Written by pushing threads only; on its own cache line so that workers, which read the
-  // engine's vtable and config on every op, never miss on it.
+  // A push ticket: the op's push sequence in the low bits and, above them, the threaded
+  // engine's wait_all epoch, so that one atomic increment gives an op both (see
+  // ThreadedEngine::wait_all).
+  static constexpr int kEpochShift = 48;
+  static constexpr std::uint64_t kSequenceMask = (std::uint64_t{1} << kEpochShift) - 1;
+  static constexpr std::uint64_t kOneEpoch = std::uint64_t{1} << kEpochShift;
+  std::uint64_t pushed_count() const {
+    return ops_pushed_.load(std::memory_order_seq_cst) & kSequenceMask;
+  }
+
+  // Async ops whose Completion is out and not yet invoked.
+  std::atomic<int> completions_outstanding_{0};
+
+  // Push tickets, taken by pushing threads only; on its own cache line so that workers, which
+  // read the engine's vtable and config on every op, never miss on it.
   alignas(64) std::atomic<std::uint64_t> ops_pushed_{0};
 
  private:
@@ -114,6 +137,8 @@ class EngineCore : public CompletionSink {
   // After the body: settles the op, or leaves that to its Completion (async ops).
   void end_body(OpRecord* op, std::exception_ptr error) noexcept;
   void finish_with(OpRecord* op, std::exception_ptr error) noexcept;
+  // Records `error` as the failure of `op` (wrapped to name it), counts it and returns it.
+  ErrorRef record_failure(const OpRecord* op, std::exception_ptr error);
   void finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noexcept;
   // The profiler's record of a finished op; out of line, so finish() stays small when it is off.
   // finish() for an op that is profiled or was launched on a stream.

@@ -1,5 +1,7 @@
 #include "naive_engine.h"
 
+#include <thread>
+
 #include "logging.h"
 #include "profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
@@ -20,20 +22,35 @@ void NaiveEngine::submit_delete(OpRecord* op, Var var) {
 
 void NaiveEngine::run_now(OpRecord* op) {
   op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard lock(mutex_);
-  const OpRecord* running = current_op();
-  if (running != nullptr && running->sink == this) {
-    // Pushed from inside one of this engine's ops: it comes after that op in push order, so it
-    // runs once that op (and what was deferred before it) has finished.
+  std::unique_lock lock(mutex_);
+  if (running_ && runner_ == std::this_thread::get_id()) {
+    // Pushed from inside an op this thread runs (maybe through another engine's op): it comes
+    // after that op in push order, so it runs once that op (and what was deferred before it)
+    // has finished.
     deferred_.push_back(op);
     return;
   }
-  run_one(op);
-  while (!deferred_.empty()) {
-    OpRecord* next = deferred_.front();
-    deferred_.pop_front();
-    run_one(next);
+  turn_.wait(lock, [this] { return !running_ || awaiting_completion_; });
+  if (running_) {
+    // The runner waits for a Completion that may come from this thread: queue, don't block.
+    deferred_.push_back(op);
+    return;
   }
+  running_ = true;
+  runner_ = std::this_thread::get_id();
+  ++session_;
+  for (OpRecord* next = op; next != nullptr;) {
+    lock.unlock();
+    run_one(next);
+    lock.lock();
+    next = nullptr;
+    if (!deferred_.empty()) {
+      next = deferred_.front();
+      deferred_.pop_front();
+    }
+  }
+  running_ = false;
+  turn_.notify_all();
 }
 
 void NaiveEngine::run_one(OpRecord* op) {
@@ -50,7 +67,23 @@ void NaiveEngine::run_one(OpRecord* op) {
   } else {
     execute(op, -1);
   }
+  if (finished.is_set()) return;
+  // An async op waiting for its Completion: let other threads' pushes queue meanwhile.
+  {
+    std::lock_guard lock(mutex_);
+    awaiting_completion_ = true;
+  }
+  turn_.notify_all();
   finished.wait();
+  std::lock_guard lock(mutex_);
+  awaiting_completion_ = false;
+}
+
+template <class Body>
+auto NaiveEngine::when_idle(Body body) {
+  std::unique_lock lock(mutex_);
+  turn_.wait(lock, [this] { return !running_; });
+  return body();
 }
 
 void NaiveEngine::release(OpRecord* op) noexcept {
@@ -64,17 +97,20 @@ void NaiveEngine::release(OpRecord* op) noexcept {
 void NaiveEngine::wait_for_var(Var var) {
   check_not_inside_op("wait_for_var");
   VarState* state = checked_state(var, "wait_for_var");
-  ErrorRef poison;
-  {
-    std::lock_guard lock(mutex_);
-    poison = state->poison;
-  }
+  const ErrorRef poison = when_idle([state] { return state->poison; });
   throw_if_poisoned(poison);
 }
 
 void NaiveEngine::wait_all() {
   check_not_inside_op("wait_all");
-  { std::lock_guard lock(mutex_); }  // let a push running on another thread finish
+  {
+    // Wait for the ops pushed so far, which the current runner's session (if any) runs to the
+    // end; a later session runs only later pushes, so a thread that keeps pushing cannot hold
+    // this wait up.
+    std::unique_lock lock(mutex_);
+    const std::uint64_t session = session_;
+    turn_.wait(lock, [&] { return !running_ || session_ != session; });
+  }
   throw_first_unthrown_error();
 }
 

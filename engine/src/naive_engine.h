@@ -1,12 +1,22 @@
 // NaiveEngine: runs every op inline in push, one at a time (pushes from several threads take
-// turns), and returns once it has finished, asynchronous completion included. A push from
-// inside an op runs right after that op, keeping push order. It is the
+// turns), and returns once it has finished, asynchronous completion included. It is the
 // synchronous baseline of the benchmarks, the reference of the differential tests and a
 // debugging mode (TANDEM_ENGINE=naive): same errors, same poison rules, no concurrency.
+//
+// Two kinds of push cannot run at once without deadlocking, and are queued (`deferred_`) to
+// run right after the op they wait for, in push order, by the thread running ops (the runner):
+// - a push from inside an op (it comes after that op in push order);
+// - a push from another thread while the runner waits for an async op's Completion: the
+//   completion may come from that very thread once its push returns (an I/O thread that
+//   pushes a follow-up before it completes).
+// Waits never hold the lock while ops run: wait_for_var waits for the runner to finish,
+// wait_all for the runner's session at the time of the call (the ops pushed before it).
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <thread>
 
 #include "engine_core.h"
 
@@ -29,11 +39,18 @@ class NaiveEngine final : public EngineCore {
   void run_now(OpRecord* op);
   void run_one(OpRecord* op);
   void release(OpRecord* op) noexcept override;
+  // Blocks until no thread runs ops, then runs `body` under the lock.
+  template <class Body>
+  auto when_idle(Body body);
 
-  // Recursive: an op may push; that op is deferred until the pushing op has finished.
-  std::recursive_mutex mutex_;
-  std::deque<OpRecord*> deferred_;  // guarded by mutex_
-  int next_compute_stream_ = 0;     // guarded by mutex_: round-robin over compute streams
+  std::mutex mutex_;
+  std::condition_variable turn_;      // running_ or awaiting_completion_ changed
+  std::deque<OpRecord*> deferred_;    // guarded by mutex_
+  bool running_ = false;              // guarded by mutex_: a thread is the runner
+  std::thread::id runner_;            // guarded by mutex_: which one, while running_
+  std::uint64_t session_ = 0;         // guarded by mutex_: counts the runners so far
+  bool awaiting_completion_ = false;  // guarded by mutex_: the runner waits for a Completion
+  int next_compute_stream_ = 0;       // the runner's: round-robin over compute streams
 };
 
 }  // namespace tandem::detail

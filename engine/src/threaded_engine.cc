@@ -1,11 +1,12 @@
 #include "threaded_engine.h"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
+#include <limits>
 #include <thread>
 #include <vector>
 
+#include "fast_tls.h"
 #include "logging.h"
 #include "profiler_recorder.h"
 #include "wake_signal.h"
@@ -16,28 +17,59 @@ ThreadedEngine::ThreadedEngine(EngineConfig config)
     : EngineCore(std::move(config)),
       max_in_flight_(this->config().max_ops_in_flight),
       resume_at_(max_in_flight_ - std::max<std::uint64_t>(1, max_in_flight_ / 8)),
-      room_check_mask_(std::bit_floor(std::clamp<std::uint64_t>(max_in_flight_ / 8, 1, 32)) - 1),
+      room_check_interval_(
+          static_cast<std::uint32_t>(std::clamp<std::uint64_t>(max_in_flight_ / 8, 1, 32))),
       cpu_(std::make_unique<CpuExecutor>(this->config(), *this)) {}
+
+namespace {
+
+// Submissions (pushes and delete_var) this thread made since it last checked the in-flight
+// bound, and the engine they went to. Per thread, so that every thread checks every few of its
+// own submissions whatever the other threads do (a shared counter lets racing threads step
+// over the multiples that trigger a check, and counted delete_var without ever checking).
+struct RoomCheck {
+  const void* engine;
+  std::uint32_t unchecked;
+};
+constinit thread_local RoomCheck tls_room_check TANDEM_FAST_TLS = {nullptr, 0};
+
+}  // namespace
+
+bool ThreadedEngine::due_for_room_check() noexcept {
+  RoomCheck& check = tls_room_check;
+  // A thread that alternates between engines checks on every switch.
+  if (check.engine != this || ++check.unchecked > room_check_interval_) [[unlikely]] {
+    check.engine = this;
+    check.unchecked = 0;
+    return true;
+  }
+  return false;
+}
+
+void ThreadedEngine::take_ticket(OpRecord* op) {
+  // Backpressure. Reading `completed_` (a line the workers write) costs a cache miss, so a large
+  // bound is checked every few submissions of a thread only: the bound may be overshot by up to
+  // `room_check_interval_` ops per submitting thread. Never block inside an op: the ops that
+  // would make room might wait for this one.
+  if (max_in_flight_ != 0 && due_for_room_check() && in_flight() >= max_in_flight_ &&
+      current_op() == nullptr) [[unlikely]] {
+    wait_for_room();
+  }
+  const std::uint64_t ticket = ops_pushed_.fetch_add(1, std::memory_order_seq_cst);
+  op->push_sequence = ticket & kSequenceMask;
+  op->epoch_parity = static_cast<std::uint8_t>((ticket >> kEpochShift) & 1);
+}
 
 void ThreadedEngine::submit(OpRecord* op, Device device, VarList reads, VarList writes,
                             const OpProps& props) {
   prepare(op, device, reads, writes, props);
-  // Backpressure. Reading `completed_` (a line the workers write) costs a cache miss, so a large
-  // bound is checked every few pushes only (it may be overshot by up to 31 ops per pushing
-  // thread). Never block inside an op: the ops that would make room might wait for this one.
-  const std::uint64_t pushed = ops_pushed_.load(std::memory_order_relaxed);
-  if (max_in_flight_ != 0 && (pushed & room_check_mask_) == 0 &&
-      pushed - completed_.load(std::memory_order_relaxed) >= max_in_flight_ &&
-      current_op() == nullptr) {
-    wait_for_room();
-  }
-  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_seq_cst);
+  take_ticket(op);
   enqueue_on_vars(op);
 }
 
 void ThreadedEngine::submit_delete(OpRecord* op, Var var) {
   prepare_delete(op, var);
-  op->push_sequence = ops_pushed_.fetch_add(1, std::memory_order_seq_cst);
+  take_ticket(op);
   enqueue_on_vars(op);
 }
 
@@ -122,11 +154,12 @@ std::vector<AcceleratorExecutor*> ThreadedEngine::accelerator_executors() {
   return all;
 }
 
-void ThreadedEngine::settle_device_work() {
+void ThreadedEngine::settle_device_work(std::uint64_t pushed_before) {
   std::vector<DeviceWorkRef> works;
   for (AcceleratorExecutor* executor : accelerator_executors()) {
-    auto outstanding = executor->outstanding();
-    works.insert(works.end(), outstanding.begin(), outstanding.end());
+    for (DeviceWorkRef& work : executor->outstanding()) {
+      if (work->push_sequence < pushed_before) works.push_back(std::move(work));
+    }
   }
   std::sort(works.begin(), works.end(), [](const DeviceWorkRef& a, const DeviceWorkRef& b) {
     return a->push_sequence < b->push_sequence;
@@ -164,21 +197,25 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
   }
   // Waiters are not counted in flight: wait_all and backpressure are about user ops.
   const bool counted = !op->is_waiter;
+  const std::uint8_t parity = op->epoch_parity;
   release_op_record(op);
   if (!counted) return;
-  // Once `completed_` reaches `ops_pushed_`, shutdown may return and the engine be destroyed
+  // Once the completions reach the pushes, shutdown may return and the engine be destroyed
   // while this thread (an async completion on a foreign thread) still reads its members below.
   // `releasing_` keeps shutdown from returning until every such tail has left the engine.
   releasing_.fetch_add(1, std::memory_order_seq_cst);
-  const std::uint64_t done = completed_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  const std::uint64_t done_in_parity =
+      completed_[parity].fetch_add(1, std::memory_order_seq_cst) + 1;
   if (blocked_threads_.load(std::memory_order_seq_cst) > 0) [[unlikely]] {
-    // Wake only when a blocked thread's condition may hold now: every op done (wait_all,
-    // shutdown), or room again under the bound (backpressure). Waking a wait_all on every
-    // completion would make it compete for the cores with the workers it waits for.
-    const std::uint64_t left = ops_pushed_.load(std::memory_order_seq_cst) - done;
-    if (left == 0 || (left <= resume_at_ && room_waiters_.load(std::memory_order_seq_cst) > 0)) {
-      // Taking the mutex orders this notify after a waiter that checked the count under it has
-      // gone to sleep, so the wake-up cannot be lost.
+    // Wake only when a blocked thread's condition may hold now: the epoch a wait_all drains is
+    // done, nothing is left in flight (shutdown), or there is room again under the bound
+    // (backpressure). Waking a waiter on every completion would make it compete for the cores
+    // with the workers it waits for.
+    const std::uint64_t left = in_flight();
+    if (done_in_parity >= drain_target_[parity].load(std::memory_order_seq_cst) || left == 0 ||
+        (left <= resume_at_ && room_waiters_.load(std::memory_order_seq_cst) > 0)) {
+      // Taking the mutex orders this notify after a waiter that checked its condition under
+      // it has gone to sleep, so the wake-up cannot be lost.
       std::lock_guard lock(blocked_mutex_);
       blocked_cv_.notify_all();
     }
@@ -186,11 +223,9 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
   releasing_.fetch_sub(1, std::memory_order_release);
 }
 
-bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
-                                            std::chrono::milliseconds timeout) {
-  // Completions wake blocked threads only at the two targets there are (see release()).
-  assert(target == 0 || target == resume_at_);
-  const bool for_room = target != 0;
+template <class Condition>
+bool ThreadedEngine::block_until(Condition condition, bool for_room,
+                                 std::chrono::milliseconds timeout) {
   // Counted for room before counted as blocked: a completer that sees this thread blocked then
   // also sees why (both seq_cst).
   if (for_room) room_waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -198,16 +233,40 @@ bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
   bool reached;
   {
     std::unique_lock lock(blocked_mutex_);
-    reached = blocked_cv_.wait_for(lock, timeout, [&] { return in_flight() <= target; });
+    reached = blocked_cv_.wait_for(lock, timeout, condition);
   }
   blocked_threads_.fetch_sub(1, std::memory_order_seq_cst);
   if (for_room) room_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   return reached;
 }
 
+bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
+                                            std::chrono::milliseconds timeout) {
+  // Completions wake blocked threads only at the targets there are (see release()).
+  assert(target == 0 || target == resume_at_);
+  return block_until([&] { return in_flight() <= target; }, target != 0, timeout);
+}
+
 void ThreadedEngine::wait_for_room() {
   pushes_blocked_.fetch_add(1, std::memory_order_relaxed);
-  while (!wait_in_flight_at_most(resume_at_, std::chrono::hours(1))) {
+  // A thread that has invoked Completions before is likely to hold one now.
+  const auto stall_period = gave_a_completion() ? kStallPeriodOfCompleter : kStallPeriod;
+  for (;;) {
+    const std::uint64_t completed_before = completed_total();
+    if (wait_in_flight_at_most(resume_at_, stall_period)) return;
+    // Nothing finished for a while and async ops wait for completions from outside the engine:
+    // the ops that would make room may all wait behind such an op, whose completion may come
+    // from this very thread once this push returns (an I/O thread that pushes a follow-up
+    // before it completes). Blocking could then never end, so the push goes over the bound.
+    if (completed_total() == completed_before &&
+        completions_outstanding_.load(std::memory_order_relaxed) > 0) {
+      pushes_over_bound_.fetch_add(1, std::memory_order_relaxed);
+      log().debug(
+          "push over max_ops_in_flight: nothing completed for {} ms while {} async ops "
+          "wait for their completions",
+          stall_period.count(), completions_outstanding_.load());
+      return;
+    }
   }
 }
 
@@ -263,10 +322,31 @@ void ThreadedEngine::wait_to_write(Var var) {
 
 void ThreadedEngine::wait_all() {
   check_not_inside_op("wait_all");
-  while (!wait_in_flight_at_most(0, std::chrono::hours(1))) {
+  // Waits for the ops pushed before this call, not for a quiet engine: another thread that
+  // keeps pushing must not hold this one up. Each call opens a new epoch by one increment of
+  // the push tickets, so every op pushed before it belongs to an older epoch, and waits until
+  // the ops of the epoch it closed have completed. The epochs before that one were drained by
+  // the earlier calls, which run one at a time (epoch_mutex_): so one completion count per
+  // epoch parity suffices, and no op of a newer epoch can count towards the one drained here.
+  std::uint64_t boundary = 0;
+  {
+    std::lock_guard epoch_lock(epoch_mutex_);
+    const std::uint64_t ticket = ops_pushed_.fetch_add(kOneEpoch, std::memory_order_seq_cst);
+    boundary = ticket & kSequenceMask;
+    const int parity = static_cast<int>((ticket >> kEpochShift) & 1);
+    pushed_in_parity_[parity] += boundary - epoch_start_;
+    epoch_start_ = boundary;
+    const std::uint64_t target = pushed_in_parity_[parity];
+    drain_target_[parity].store(target, std::memory_order_seq_cst);
+    while (
+        !block_until([&] { return completed_[parity].load(std::memory_order_seq_cst) >= target; },
+                     /*for_room=*/false, std::chrono::hours(1))) {
+    }
+    drain_target_[parity].store(kNoTarget, std::memory_order_seq_cst);
   }
-  // Every op has completed; accelerator ops completed at launch, their work may still run.
-  settle_device_work();
+  // Every op pushed before has completed; accelerator ops completed at launch, their work may
+  // still run.
+  settle_device_work(boundary);
   throw_first_unthrown_error();
 }
 
@@ -279,7 +359,8 @@ bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
   // Every op has counted itself complete; wait for the last of them to stop touching `this`.
   while (releasing_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   try {
-    settle_device_work();  // device work may still use memory that vars' owners free next
+    // Device work may still use memory that vars' owners free next.
+    settle_device_work(std::numeric_limits<std::uint64_t>::max());
   } catch (...) {
     log().error("engine shutdown: could not record a device error");
   }
@@ -301,9 +382,10 @@ std::string ThreadedEngine::lane_name(int worker) const {
 
 EngineStats ThreadedEngine::stats() const {
   EngineStats stats = base_stats();
-  stats.ops_completed = completed_.load(std::memory_order_seq_cst);
+  stats.ops_completed = completed_total();
   stats.ops_in_flight = stats.ops_pushed - std::min(stats.ops_pushed, stats.ops_completed);
   stats.pushes_blocked = pushes_blocked_.load(std::memory_order_relaxed);
+  stats.pushes_over_bound = pushes_over_bound_.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -7,12 +7,15 @@
 // write, and those ops lose one pending var. No lock is global. Ops in flight are counted as
 // pushed (`ops_pushed_`, written by pushing threads) minus completed (`completed_`, written by
 // workers), each on its own cache line so that neither side's counter bounces on every op.
+// Completions are counted per wait_all epoch parity (see wait_all), which costs nothing extra:
+// the push ticket carries the epoch, and a completion increments one of two counters.
 //
 // A completion notifies blocked threads only when one is blocked and its condition may hold:
-// nothing left in flight (wait_all, shutdown), or the count at or under the resume threshold
-// while a push waits for room (backpressure). Lost wake-ups are ruled out by seq_cst on both
-// sides: a waiter counts itself in `room_waiters_` (backpressure only) and `blocked_threads_`
-// and then reads the counters; a completer bumps `completed_` and then reads them.
+// the epoch a wait_all drains has completed, nothing is left in flight (shutdown), or the count
+// is at or under the resume threshold while a push waits for room (backpressure). Lost wake-ups
+// are ruled out by seq_cst on both sides: a waiter publishes its condition (`drain_target_`,
+// `room_waiters_`) and counts itself in `blocked_threads_`, then reads the counters; a
+// completer bumps `completed_` and then reads them.
 #pragma once
 
 #include <array>
@@ -36,6 +39,7 @@ class ThreadedEngine final : public EngineCore {
   void submit(OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override;
   void submit_delete(OpRecord* op, Var var) override;
+  // Waits for every op pushed before the call (not for ops other threads push meanwhile).
   void wait_for_var(Var var) override;
   void wait_to_write(Var var) override;
   void wait_all() override;
@@ -48,8 +52,13 @@ class ThreadedEngine final : public EngineCore {
   // The executor of accelerator `device`, created on first use.
   AcceleratorExecutor& accelerator_executor(Device device);
   std::vector<AcceleratorExecutor*> accelerator_executors();
-  // Waits for all device work launched so far and resolves its failures (wait_all, shutdown).
-  void settle_device_work();
+  // Waits for the device work of the ops pushed before `pushed_before` (a push sequence) and
+  // resolves its failures (wait_all, shutdown).
+  void settle_device_work(std::uint64_t pushed_before);
+  // Backpressure, then the op's push ticket (push sequence and wait_all epoch).
+  void take_ticket(OpRecord* op);
+  // True on every `room_check_interval_`-th submission of the calling thread.
+  bool due_for_room_check() noexcept;
   void enqueue_on_vars(OpRecord* op);
   [[gnu::cold, gnu::noinline]] void enqueue_on_vars_profiled(OpRecord* op);
   // Queues `op` on each of its vars (under their locks, taken in address order); true when
@@ -62,23 +71,47 @@ class ThreadedEngine final : public EngineCore {
   [[gnu::cold, gnu::noinline]] void dispatch_profiled(OpRecord* op) noexcept;
   void wait_on_var(Var var, bool for_write, const char* call);
   void wait_for_room();
-  // Blocks until `in_flight_ <= target`; false if `timeout` passed first.
+  // Blocks until `condition()` holds (checked under blocked_mutex_, re-checked on every wake-up
+  // of release()); false if `timeout` passed first.
+  template <class Condition>
+  bool block_until(Condition condition, bool for_room, std::chrono::milliseconds timeout);
+  // Blocks until `in_flight() <= target`; false if `timeout` passed first.
   bool wait_in_flight_at_most(std::uint64_t target, std::chrono::milliseconds timeout);
 
+  // A push blocked by the bound while async ops wait for their completions goes over the bound
+  // when nothing completed for this long (see wait_for_room); sooner on a thread that has
+  // invoked Completions before.
+  static constexpr std::chrono::milliseconds kStallPeriod{250};
+  static constexpr std::chrono::milliseconds kStallPeriodOfCompleter{20};
+  static constexpr std::uint64_t kNoTarget = ~std::uint64_t{0};
+
   const std::uint64_t max_in_flight_;
-  const std::uint64_t resume_at_;        // a blocked push resumes at or below this many ops
-  const std::uint64_t room_check_mask_;  // push checks the bound when (pushed & mask) == 0
-  std::uint64_t in_flight() const {
-    const std::uint64_t done = completed_.load(std::memory_order_seq_cst);
-    return ops_pushed_.load(std::memory_order_seq_cst) - done;
+  const std::uint64_t resume_at_;            // a blocked push resumes at or below this many ops
+  const std::uint32_t room_check_interval_;  // a thread checks the bound every this many pushes
+  std::uint64_t completed_total() const {
+    return completed_[0].load(std::memory_order_seq_cst) +
+           completed_[1].load(std::memory_order_seq_cst);
   }
-  alignas(64) std::atomic<std::uint64_t> completed_{0};
+  std::uint64_t in_flight() const {
+    // Completions first: every op completed was pushed before, so this never underflows.
+    const std::uint64_t done = completed_total();
+    return pushed_count() - done;
+  }
+  // Completed ops by the parity of their wait_all epoch.
+  alignas(64) std::atomic<std::uint64_t> completed_[2] = {0, 0};
   // Threads blocked in wait_all, backpressure or shutdown; completions notify only if any.
   alignas(64) std::atomic<int> blocked_threads_{0};
   std::atomic<int> room_waiters_{0};  // of those, pushes blocked by backpressure
   // Completions between their `completed_` increment and their last touch of the engine.
   std::atomic<int> releasing_{0};
   std::atomic<std::uint64_t> pushes_blocked_{0};
+  std::atomic<std::uint64_t> pushes_over_bound_{0};
+  // The completion count a wait_all waits for, per epoch parity (kNoTarget: none).
+  std::atomic<std::uint64_t> drain_target_[2] = {kNoTarget, kNoTarget};
+  // wait_all's epochs: one call at a time opens and drains one (guards the two fields below).
+  std::mutex epoch_mutex_;
+  std::uint64_t pushed_in_parity_[2] = {0, 0};  // ops pushed in the epochs of each parity
+  std::uint64_t epoch_start_ = 0;               // push sequence at which the open epoch began
   std::mutex blocked_mutex_;
   std::condition_variable blocked_cv_;
   std::unique_ptr<CpuExecutor> cpu_;

@@ -18,6 +18,10 @@ class WakeSignal {
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done_; });
   }
+  bool is_set() {
+    std::lock_guard lock(mutex_);
+    return done_;
+  }
 
  private:
   std::mutex mutex_;

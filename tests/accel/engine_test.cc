@@ -218,6 +218,7 @@ struct RandomOp {
   Device device;
   std::vector<int> reads, writes;
   bool fails = false;
+  bool launch_fails = false;  // sim ops: the launch function throws after enqueuing its work
   std::string name;
 };
 
@@ -237,6 +238,7 @@ std::vector<RandomOp> random_program(std::uint64_t seed, int ops, int vars) {
     for (int r = next(3); r > 0; --r) op.reads.push_back(next(vars));
     for (int w = 1 + next(2); w > 0; --w) op.writes.push_back(next(vars));
     op.fails = next(12) == 0;
+    op.launch_fails = where != 0 && next(25) == 0;
     op.name = "op" + std::to_string(i);
     program.push_back(std::move(op));
   }
@@ -246,6 +248,7 @@ std::vector<RandomOp> random_program(std::uint64_t seed, int ops, int vars) {
 struct Outcome {
   std::vector<std::int64_t> values;
   std::vector<std::string> errors;
+  std::vector<std::string> wait_all_errors;  // in the order wait_all threw them
   bool operator==(const Outcome&) const = default;
 };
 
@@ -270,23 +273,34 @@ Outcome run_program(EngineKind kind, const std::vector<RandomOp>& program, int n
     if (op.device == cpu()) {
       engine->push(work, cpu(), reads, writes, {.name = op.name.c_str()});
     } else {
-      engine->push([work](RunContext& ctx) { ctx.stream()->enqueue_host(work, cost_ms(0.1)); },
-                   op.device, reads, writes, {.name = op.name.c_str()});
+      engine->push(
+          [work, &op](RunContext& ctx) {
+            ctx.stream()->enqueue_host(work, cost_ms(0.1));
+            if (op.launch_fails) throw std::runtime_error(op.name + " failed at launch");
+          },
+          op.device, reads, writes, {.name = op.name.c_str()});
     }
   }
   Outcome outcome;
-  for (Var var : vars) outcome.errors.push_back(error_of(*engine, var));
-  try {
-    engine->wait_all();
-  } catch (const std::exception&) {
+  // wait_all first: it throws every failure once, in push order, whatever the completion order.
+  for (std::size_t i = 0; i <= program.size(); ++i) {
+    try {
+      engine->wait_all();
+      break;
+    } catch (const std::exception& e) {
+      outcome.wait_all_errors.emplace_back(e.what());
+    }
   }
+  for (Var var : vars) outcome.errors.push_back(error_of(*engine, var));
   outcome.values = values;
   return outcome;
 }
 
 }  // namespace
 
-TEST_CASE("random cpu/sim(0)/sim(1) programs give the same values and errors on both engines") {
+TEST_CASE(
+    "random cpu/sim(0)/sim(1) programs give the same values, var errors and wait_all errors in "
+    "the same order on both engines") {
   const int programs = std::max(2, static_cast<int>(12 * scale()));
   const int ops = std::max(30, static_cast<int>(200 * scale()));
   constexpr int kVars = 8;
@@ -297,6 +311,12 @@ TEST_CASE("random cpu/sim(0)/sim(1) programs give the same values and errors on 
     const Outcome naive = run_program(EngineKind::naive, program, kVars);
     const Outcome threaded = run_program(EngineKind::threaded, program, kVars);
     CHECK(threaded.values == naive.values);
+    CHECK(threaded.wait_all_errors.size() == naive.wait_all_errors.size());
+    for (std::size_t e = 0;
+         e < std::min(threaded.wait_all_errors.size(), naive.wait_all_errors.size()); ++e) {
+      CAPTURE(e);
+      CHECK(threaded.wait_all_errors[e] == naive.wait_all_errors[e]);
+    }
     for (int v = 0; v < kVars; ++v) {
       CAPTURE(v);
       CHECK(threaded.errors[static_cast<std::size_t>(v)] ==

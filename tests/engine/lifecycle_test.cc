@@ -1,6 +1,7 @@
 // Lifetimes and bounds: delete_var, destroying an engine with work pending, and backpressure.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -309,4 +310,94 @@ TEST_CASE("pushes from several threads against a small bound all finish") {
   engine->wait_all();
   CHECK(ran.load() == 8000);
   CHECK(engine->stats().ops_in_flight == 0);
+}
+
+TEST_CASE("the in-flight bound holds for every mix of pushes and delete_var, on every thread") {
+  // The bound is checked on every few submissions of each thread; a delete_var is a submission.
+  // Each thread may overshoot by at most that interval (32 ops).
+  constexpr std::uint64_t kBound = 1024, kSlackPerThread = 32;
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    tandem::EngineConfig config = test_config(EngineKind::threaded);
+    config.max_ops_in_flight = kBound;
+    TestEngine engine(config);
+    Var gate = engine.var();
+    std::atomic<bool> open{false};
+    // Every op pushed below reads `gate`: none can finish before the gate op does.
+    engine->push(
+        [&open] {
+          while (!open.load()) std::this_thread::sleep_for(1ms);
+        },
+        cpu(), {}, {gate}, {.name = "gate"});
+    std::atomic<int> finished_pushing{0};
+    std::vector<std::thread> pushers;
+    for (int t = 0; t < threads; ++t) {
+      pushers.emplace_back([&] {
+        tandem::Engine& e = *engine;
+        for (int i = 0; i < 20000; ++i) {
+          if (i % 32 == 0) {
+            e.delete_var(e.new_var());  // the mix that stepped around the check
+          } else {
+            e.push([] {}, cpu(), {gate}, {}, {.name = "behind the gate"});
+          }
+        }
+        finished_pushing.fetch_add(1);
+      });
+    }
+    CHECK(eventually([&] {
+      return engine->stats().pushes_blocked >= static_cast<std::uint64_t>(threads) ||
+             finished_pushing.load() > 0;
+    }));
+    CHECK(finished_pushing.load() == 0);
+    CHECK(engine->stats().ops_in_flight <= kBound + kSlackPerThread * threads);
+    open = true;
+    for (auto& thread : pushers) thread.join();
+    engine->wait_all();
+    CHECK(engine->stats().pushes_over_bound == 0);
+  }
+}
+
+TEST_CASE("an I/O thread may push before it completes an async op, even past a full bound") {
+  const EngineKind kind = each_engine_kind();
+  tandem::EngineConfig config = test_config(kind);
+  config.max_ops_in_flight = 64;
+  TestEngine engine(config);
+  Watchdog watchdog("a push made before completing an async op, with the bound reached", 60s);
+  Var read_data = engine.var(), follow_up = engine.var();
+  std::mutex mutex;
+  std::condition_variable handed_over;
+  Completion pending;
+  std::atomic<int> order{0}, read_at{-1}, follow_up_at{-1}, behind_ran{0};
+  std::thread io([&] {
+    Completion done;
+    {
+      std::unique_lock lock(mutex);
+      handed_over.wait(lock, [&] { return pending.pending(); });
+      done = std::move(pending);
+    }
+    // The threaded engine's main thread fills the bound behind the async op and blocks.
+    if (kind == EngineKind::threaded) {
+      CHECK(eventually([&] { return engine->stats().pushes_blocked > 0; }));
+    }
+    engine->push([&] { follow_up_at = order.fetch_add(1); }, cpu(), {read_data}, {follow_up},
+                 {.name = "follow-up"});
+    read_at = order.fetch_add(1);
+    done();
+  });
+  engine->push(
+      [&](RunContext& ctx) {
+        std::lock_guard lock(mutex);
+        pending = ctx.take_completion();
+        handed_over.notify_one();
+      },
+      cpu(), {}, {read_data}, {.name = "async read", .async_completion = true});
+  for (int i = 0; i < 500; ++i) {
+    engine->push([&behind_ran] { behind_ran.fetch_add(1); }, cpu(), {read_data}, {},
+                 {.name = "behind the read"});
+  }
+  io.join();
+  engine->wait_all();
+  CHECK(behind_ran.load() == 500);
+  CHECK(read_at.load() == 0);
+  CHECK(follow_up_at.load() == 1);  // after the async op it depends on
 }

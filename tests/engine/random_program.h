@@ -82,6 +82,9 @@ struct Program {
   std::vector<std::string> expected_var_errors;
   std::vector<std::vector<std::string>> expected_waits;
   std::vector<std::string> expected_wait_all;  // sorted
+  // What wait_all reports of each thread's failures, in that thread's push order: wait_all
+  // throws errors in push order, and each thread's pushes are ordered (threads interleave).
+  std::vector<std::vector<std::string>> expected_wait_all_by_thread;
 
   int total_vars() const {
     return shared_vars + vars_per_thread * static_cast<int>(threads.size());
@@ -138,6 +141,7 @@ inline Program generate(std::uint64_t seed, int total_ops) {
   // poisons it, or kClean.
   std::vector<int> poison(static_cast<std::size_t>(p.total_vars()), kClean);
   std::set<std::string> failed, thrown_by_waits;
+  std::vector<std::vector<std::string>> failed_in_order(static_cast<std::size_t>(num_threads));
   for (int t = 0; t < num_threads; ++t) {
     const int ops = total_ops / num_threads;
     auto& program = p.threads[static_cast<std::size_t>(t)];
@@ -161,6 +165,7 @@ inline Program generate(std::uint64_t seed, int total_ops) {
       } else if (op.fail_after >= 0) {
         outcome = i;
         failed.insert(failure_message(op));
+        failed_in_order[static_cast<std::size_t>(t)].push_back(failure_message(op));
       }
       for (int w : op.writes) poison[static_cast<std::size_t>(w)] = outcome;
       if (rng.chance(0.004)) {
@@ -189,6 +194,10 @@ inline Program generate(std::uint64_t seed, int total_ops) {
   }
   std::set_difference(failed.begin(), failed.end(), thrown_by_waits.begin(), thrown_by_waits.end(),
                       std::back_inserter(p.expected_wait_all));
+  for (auto& in_order : failed_in_order) {
+    std::erase_if(in_order, [&](const std::string& m) { return thrown_by_waits.count(m) > 0; });
+    p.expected_wait_all_by_thread.push_back(std::move(in_order));
+  }
   return p;
 }
 

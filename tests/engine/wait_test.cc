@@ -209,3 +209,30 @@ TEST_CASE("waits on an invalid var throw tandem::Error") {
   CHECK_THROWS_AS(engine->delete_var(Var{}), tandem::Error);
   engine->wait_all();
 }
+
+TEST_CASE("wait_all returns once the ops pushed before it finish while another thread pushes") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var mine = engine.var(), theirs = engine.var();
+  std::atomic<bool> stop{false}, gave_up{false};
+  std::atomic<std::uint64_t> pushed_by_other{0};
+  std::thread other([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!stop.load()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        gave_up = true;
+        break;
+      }
+      engine->push([] { spin_for(200); }, cpu(), {}, {theirs}, {.name = "other thread"});
+      pushed_by_other.fetch_add(1);
+    }
+  });
+  while (pushed_by_other.load() < 1000) std::this_thread::yield();
+  std::atomic<bool> mine_ran{false};
+  engine->push([&mine_ran] { mine_ran = true; }, cpu(), {}, {mine}, {.name = "mine"});
+  engine->wait_all();  // must not wait for the other thread to stop pushing
+  CHECK(mine_ran.load());
+  stop = true;
+  other.join();
+  CHECK_FALSE(gave_up.load());
+}

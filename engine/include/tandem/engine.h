@@ -45,6 +45,9 @@ struct EngineStats {
   std::uint64_t ops_failed = 0;      // threw, or completed with an error
   std::uint64_t ops_skipped = 0;     // not run because an input was poisoned
   std::uint64_t pushes_blocked = 0;  // pushes that waited on the backpressure bound
+  // Blocked pushes let through over the bound because nothing completed while async ops waited
+  // for their completions (the push may be the one such a completion waits for).
+  std::uint64_t pushes_over_bound = 0;
   std::uint64_t ops_in_flight = 0;
 };
 

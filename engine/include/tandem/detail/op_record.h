@@ -32,6 +32,10 @@ class CompletionSink {
  public:
   // Both the body and the Completion of an async op have ended: settle it.
   virtual void complete(OpRecord* op) noexcept = 0;
+  // An async op's Completion was handed out, and later invoked (or dropped): between the two,
+  // the op waits for the world outside the engine.
+  virtual void on_completion_taken() noexcept {}
+  virtual void on_completion_given() noexcept {}
 
  protected:
   ~CompletionSink() = default;
@@ -71,6 +75,8 @@ struct alignas(64) OpRecord {
   bool is_waiter = false;
   // Completion has been handed to the op (async ops) and must not be taken twice.
   bool completion_taken = false;
+  // The wait_all epoch the op was pushed in, modulo 2 (threaded engine; see wait_all).
+  std::uint8_t epoch_parity = 0;
   // A var was granted to the op while it carried device fences: a CPU op settles them before
   // it runs. Set under the var's lock by whichever thread grants (hence atomic); the grant's
   // hand-off through `pending_vars` makes it visible to the thread that runs the op.
