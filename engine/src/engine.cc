@@ -1,57 +1,129 @@
-// Engine's static entry points, the facade that owns an engine core, and the RunContext and
-// Completion methods.
+// Engine's static entry points (the process-wide engine's life, at exit included), the facade
+// that owns an engine core, and the RunContext and Completion methods.
 #include "tandem/engine.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "engine_core.h"
 #include "logging.h"
 #include "naive_engine.h"
 #include "tandem/profiler.h"
 #include "threaded_engine.h"
+#include "var_state.h"
 
 namespace tandem {
 
 namespace {
 
-// Forwards the public interface to a core. On destruction it finishes pending ops; if they do
-// not finish within the shutdown timeout the core is leaked (reported), never freed under ops
-// that still use it.
+// Forwards the public interface to a core, and owns the core and the VarOwner of its vars.
+//
+// Retiring (`go_inline`) finishes every op, writes the profile, joins the core's threads and
+// puts a naive core over the same vars in its place: later calls then run inline on the
+// calling thread and touch no thread, queue or object that process exit may have destroyed.
+// The core pointer is atomic only so that this swap is well-defined; a relaxed load costs
+// what a plain load does.
+//
+// Destruction: with no live var, the core and the VarOwner go with the facade. With live vars
+// (a private engine destroyed before its arrays), the vars are handed to a stand-in: a facade
+// over a naive core that is never destroyed, which Engine::owner() returns for them, so that
+// deleting them later runs their deleters inline instead of touching freed memory.
 class EngineFacade final : public Engine {
  public:
-  explicit EngineFacade(detail::EngineCore* core) : core_(core) {}
+  EngineFacade(detail::EngineCore* core, detail::VarOwner* owner) : core_(core), owner_(owner) {
+    core->set_var_owner(*owner);
+    owner->engine.store(this, std::memory_order_release);
+  }
   ~EngineFacade() override {
-    const bool finished = core_->shutdown(core_->config().shutdown_timeout);
-    if (writes_profile_) write_profile();
-    if (finished) delete core_;
+    detail::EngineCore* core = core_.load(std::memory_order_relaxed);
+    const bool finished = finish(*core);
+    if (owner_->live_vars.load(std::memory_order_relaxed) == 0) {
+      delete owner_;
+    } else {
+      hand_vars_to_stand_in(core->config());
+    }
+    if (finished) delete core;
+    delete retired_core_;
   }
 
   // For the process-wide engine: honour EngineConfig::profile_path (TANDEM_PROFILE).
   void profile_to_file() {
-    if (core_->config().profile_path.empty()) return;
+    if (core().config().profile_path.empty()) return;
     writes_profile_ = true;
     profiler::start();
   }
 
-  EngineKind kind() const override { return core_->config().kind; }
-  const EngineConfig& config() const override { return core_->config(); }
-  Var new_var() override { return core_->new_var(); }
-  void wait_for_var(Var var) override { core_->wait_for_var(var); }
-  void wait_to_write(Var var) override { core_->wait_to_write(var); }
-  void wait_all() override { core_->wait_all(); }
-  EngineStats stats() const override { return core_->stats(); }
+  // See the class comment. Not to be called while other threads use the engine; the retired
+  // core is kept (never freed), since a thread that does would still be inside it.
+  void go_inline() noexcept {
+    detail::EngineCore* core = core_.load(std::memory_order_relaxed);
+    if (core->config().kind == EngineKind::naive && !writes_profile_) return;  // inline already
+    finish(*core);
+    try {
+      detail::EngineCore* inline_core = make_inline_core(core->config());
+      inline_core->set_var_owner(*owner_);
+      core_.store(inline_core, std::memory_order_release);
+      retired_core_ = core;
+    } catch (...) {
+      detail::log().error("engine #{}: no memory to go inline at exit", owner_->engine_number);
+    }
+  }
+
+  std::int64_t vars_alive() const { return owner_->live_vars.load(std::memory_order_relaxed); }
+
+  EngineKind kind() const override { return core().config().kind; }
+  const EngineConfig& config() const override { return core().config(); }
+  Var new_var() override { return core().new_var(); }
+  void wait_for_var(Var var) override { core().wait_for_var(var); }
+  void wait_to_write(Var var) override { core().wait_to_write(var); }
+  void wait_all() override { core().wait_all(); }
+  EngineStats stats() const override { return core().stats(); }
 
  protected:
   void submit(detail::OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override {
-    core_->submit(op, device, reads, writes, props);
+    core().submit(op, device, reads, writes, props);
   }
-  void submit_delete(detail::OpRecord* op, Var var) override { core_->submit_delete(op, var); }
+  void submit_delete(detail::OpRecord* op, Var var) override { core().submit_delete(op, var); }
 
  private:
-  void write_profile() noexcept {
-    const std::string& path = core_->config().profile_path;
+  detail::EngineCore& core() const { return *core_.load(std::memory_order_relaxed); }
+
+  // See the class comment: destroyed with live vars.
+  void hand_vars_to_stand_in(const EngineConfig& config) noexcept {
+    detail::log().error(
+        "an engine (#{}) was destroyed while {} of its vars were alive (arrays, random "
+        "generators, or vars not passed to delete_var); they now belong to a synchronous "
+        "stand-in engine that runs their deletion inline and is never freed. Destroy arrays "
+        "and delete vars before their engine.",
+        owner_->engine_number, owner_->live_vars.load(std::memory_order_relaxed));
+    try {
+      new EngineFacade(make_inline_core(config), owner_);  // leaked on purpose
+    } catch (...) {
+      detail::log().error("engine #{}: no memory for a stand-in; its vars are leaked",
+                          owner_->engine_number);
+    }
+  }
+
+  // A naive core with `config`'s settings: the synchronous stand-in for a retired core.
+  static detail::EngineCore* make_inline_core(EngineConfig config) {
+    config.kind = EngineKind::naive;
+    config.profile_path.clear();
+    return new detail::NaiveEngine(std::move(config));
+  }
+
+  // Finishes `core`'s ops and device work and joins its threads, then writes the profile;
+  // false if ops were still running after the shutdown timeout (the core must then be leaked).
+  bool finish(detail::EngineCore& core) noexcept {
+    const bool finished = core.shutdown(core.config().shutdown_timeout);
+    if (writes_profile_) write_profile(core.config().profile_path);
+    writes_profile_ = false;
+    return finished;
+  }
+
+  static void write_profile(const std::string& path) noexcept {
     try {
       profiler::stop();
       profiler::dump(path);
@@ -61,56 +133,113 @@ class EngineFacade final : public Engine {
     }
   }
 
-  detail::EngineCore* core_;
+  std::atomic<detail::EngineCore*> core_;
+  detail::VarOwner* owner_;
+  detail::EngineCore* retired_core_ = nullptr;  // after go_inline
   bool writes_profile_ = false;
 };
 
-std::unique_ptr<Engine> create_default(const EngineConfig& config) {
-  auto engine = Engine::create(config);
-  static_cast<EngineFacade*>(engine.get())->profile_to_file();
+detail::EngineCore* make_core(const EngineConfig& config) {
+  if (config.kind == EngineKind::naive) return new detail::NaiveEngine(config);
+  return new detail::ThreadedEngine(config);
+}
+
+// The process-wide engine. It is never destroyed by a static destructor: arrays at namespace
+// scope and objects whose destructors use the engine may outlive any static, so an exit hook
+// (registered when the first one is created, hence run after the destructors of every object
+// constructed before that) finishes its work and makes it inline instead; see go_inline.
+// Users destroyed after the hook, or that first use the engine then, get an inline engine.
+std::mutex default_mutex;                // trivially destructible: safe at any time
+EngineFacade* default_engine = nullptr;  // guarded by default_mutex; leaked at exit
+std::atomic<Engine*> default_pointer{nullptr};
+bool exit_hook_registered = false;  // guarded by default_mutex
+bool exiting = false;               // guarded by default_mutex: the hook has run
+
+void finish_default_engine_at_exit() {
+  std::lock_guard lock(default_mutex);
+  exiting = true;
+  if (default_engine != nullptr) default_engine->go_inline();
+}
+
+EngineFacade* create_default(const EngineConfig& config) {
+  detail::set_log_level(config.log_level);
+  auto* engine = new EngineFacade(make_core(config), new detail::VarOwner());
+  engine->profile_to_file();
+  if (exiting) engine->go_inline();
+  if (!exit_hook_registered) {
+    exit_hook_registered = true;
+    if (std::atexit(finish_default_engine_at_exit) != 0) {
+      detail::log().warn("could not register the engine's exit hook");
+    }
+  }
   return engine;
 }
 
-std::mutex default_mutex;
-std::unique_ptr<Engine> default_engine;
-std::atomic<Engine*> default_pointer{nullptr};
-
 }  // namespace
+
+namespace detail {
+
+VarOwner::VarOwner() : engine_number(next_engine_number()) {}
+
+std::uint64_t VarOwner::next_engine_number() {
+  static constinit std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace detail
 
 std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
   detail::set_log_level(config.log_level);
-  detail::EngineCore* core = nullptr;
-  if (config.kind == EngineKind::naive) {
-    core = new detail::NaiveEngine(config);
-  } else {
-    core = new detail::ThreadedEngine(config);
-  }
+  auto engine = std::make_unique<EngineFacade>(make_core(config), new detail::VarOwner());
   detail::log().debug("created a {} engine", engine_kind_name(config.kind));
-  return std::make_unique<EngineFacade>(core);
+  return engine;
 }
 
 Engine& Engine::get() {
   if (Engine* engine = default_pointer.load(std::memory_order_acquire)) return *engine;
   std::lock_guard lock(default_mutex);
-  if (!default_engine) {
+  if (default_engine == nullptr) {
     default_engine = create_default(EngineConfig::from_env());
-    default_pointer.store(default_engine.get(), std::memory_order_release);
+    default_pointer.store(default_engine, std::memory_order_release);
   }
   return *default_engine;
 }
 
 void Engine::set_default(const EngineConfig& config) {
   std::lock_guard lock(default_mutex);
+  if (default_engine != nullptr) {
+    if (const std::int64_t alive = default_engine->vars_alive(); alive > 0) {
+      throw Error("tandem: Engine::set_default: the process-wide engine still has " +
+                  std::to_string(alive) +
+                  " live vars (arrays, random generators, or vars from new_var not yet passed "
+                  "to delete_var); replacing it would leave them without an engine. Drop them "
+                  "first (with the front end, use nd::set_default_engine), or use a private "
+                  "engine (Engine::create) beside it");
+    }
+  }
   default_pointer.store(nullptr, std::memory_order_release);
-  default_engine.reset();  // finishes the old engine's ops
+  delete default_engine;  // finishes the old engine's ops
+  default_engine = nullptr;
   default_engine = create_default(config);
-  default_pointer.store(default_engine.get(), std::memory_order_release);
+  default_pointer.store(default_engine, std::memory_order_release);
 }
 
 void Engine::set_default(EngineKind kind) {
   EngineConfig config = EngineConfig::from_env();
   config.kind = kind;
   set_default(config);
+}
+
+Engine& Engine::owner(Var var) {
+  if (!var.valid()) throw Error("tandem: Engine::owner of an invalid (default-constructed) var");
+  detail::VarState* state = var.state();
+  detail::VarOwner* owner = state->owner.load(std::memory_order_acquire);
+  if (owner == nullptr || state->generation.load(std::memory_order_relaxed) != var.generation()) {
+    throw Error(
+        "tandem: Engine::owner of a var that was deleted (delete_var); a var must not be "
+        "used after delete_var");
+  }
+  return *owner->engine.load(std::memory_order_acquire);
 }
 
 // --- RunContext and Completion -----------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "engine_core.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <string>
 
@@ -40,15 +42,61 @@ std::exception_ptr wrap_op_error(const std::string& op_name, Device device,
 
 namespace {
 
-[[noreturn]] void throw_invalid_var(const char* set, std::size_t index, const OpProps& props) {
-  throw Error("tandem: push of op '" + std::string(props.name) + "': its " + set +
-              " set holds an invalid (default-constructed) var at position " +
-              std::to_string(index) + "; create vars with Engine::new_var()");
+std::string describe_var(Var var) {
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", static_cast<void*>(var.state()));
+  return std::string("var ") + address + " (generation " + std::to_string(var.generation()) + ")";
 }
 
-// Invariant after this: op->slots[0..num_slots) name distinct valid vars, sorted by address,
-// so that taking their locks in order can never deadlock two pushes.
-void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& props) {
+// A live handle of this engine: its generation is its state's and its state is this engine's.
+// Two relaxed loads and two compares on the push path (see var_state.h for why this is safe on
+// a stale handle).
+bool is_live_var_of(Var var, const VarOwner* owner) {
+  const VarState* state = var.state();
+  return state->generation.load(std::memory_order_relaxed) == var.generation() &&
+         state->owner.load(std::memory_order_relaxed) == owner;
+}
+
+// What is wrong with `var` in `where` ("push of op 'x': its read set, at position 2"), as a
+// tandem::Error: invalid, deleted, or another engine's.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_unusable_var(Var var, const std::string& where,
+                                                               const VarOwner* owner,
+                                                               bool deleting) {
+  if (!var.valid()) {
+    throw Error("tandem: " + where +
+                ": an invalid (default-constructed) var; create vars with Engine::new_var()");
+  }
+  const VarState* state = var.state();
+  const std::uint32_t now = state->generation.load(std::memory_order_relaxed);
+  if (now != var.generation()) {
+    throw Error("tandem: " + where + ": " + describe_var(var) +
+                (deleting ? " was already deleted: delete each var once"
+                          : " was deleted by delete_var (its state is at generation " +
+                                std::to_string(now) +
+                                " now); a var must not be used after delete_var: delete it "
+                                "only after its last push and wait"));
+  }
+  const VarOwner* other = state->owner.load(std::memory_order_relaxed);
+  throw Error("tandem: " + where + ": " + describe_var(var) + " belongs to engine #" +
+              std::to_string(other != nullptr ? other->engine_number : 0) +
+              ", not to this one (engine #" + std::to_string(owner->engine_number) +
+              "); use a var only with the engine whose new_var created it");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void throw_bad_slot_var(Var var, const char* set,
+                                                               std::size_t index,
+                                                               const OpProps& props,
+                                                               const VarOwner* owner) {
+  throw_unusable_var(var,
+                     "push of op '" + std::string(props.name) + "': its " + set +
+                         " set, at position " + std::to_string(index),
+                     owner, false);
+}
+
+// Invariant after this: op->slots[0..num_slots) name distinct live vars of `owner`'s engine,
+// sorted by address, so that taking their locks in order can never deadlock two pushes.
+void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& props,
+                const VarOwner* owner) {
   const std::size_t capacity = reads.size() + writes.size();
   if (capacity > OpRecord::kInlineSlots) op->slots = new VarSlot[capacity];
   VarSlot* slots = op->slots;
@@ -61,13 +109,15 @@ void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& prop
   };
   std::size_t index = 0;
   for (Var var : writes) {
-    if (!var.valid()) throw_invalid_var("write", index, props);
+    if (!var.valid() || !is_live_var_of(var, owner)) [[unlikely]]
+      throw_bad_slot_var(var, "write", index, props, owner);
     if (find(var.state()) == nullptr) slots[n++] = VarSlot{var.state(), nullptr, op, true, false};
     ++index;
   }
   index = 0;
   for (Var var : reads) {
-    if (!var.valid()) throw_invalid_var("read", index, props);
+    if (!var.valid() || !is_live_var_of(var, owner)) [[unlikely]]
+      throw_bad_slot_var(var, "read", index, props, owner);
     if (VarSlot* slot = find(var.state())) {
       slot->reads_value = true;
     } else {
@@ -120,7 +170,10 @@ void note_completion_given() noexcept {
 }
 
 Var EngineCore::new_var() {
-  return Var(acquire_var_state());
+  VarState* state = acquire_var_state();
+  state->owner.store(owner_, std::memory_order_relaxed);
+  owner_->live_vars.fetch_add(1, std::memory_order_relaxed);
+  return Var(state, state->generation.load(std::memory_order_relaxed));
 }
 
 void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList writes,
@@ -129,7 +182,7 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
     if (props.name == nullptr) throw Error("tandem: push of an op with a null name");
     if (device != cpu()) [[unlikely]]
       check_device(device, props);
-    fill_slots(op, reads, writes, props);
+    fill_slots(op, reads, writes, props, owner_);
   } catch (...) {
     discard(op);
     throw;
@@ -142,12 +195,21 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
 }
 
 void EngineCore::prepare_delete(OpRecord* op, Var var) {
-  if (!var.valid()) {
+  // Moving the generation on is what deletes the handle: every copy of it is stale from here.
+  // The compare-exchange makes one of two deletes of the same var fail, even on two threads.
+  std::uint32_t generation = var.generation();
+  VarState* state = var.state();
+  if (!var.valid() || state->owner.load(std::memory_order_relaxed) != owner_ ||
+      !state->generation.compare_exchange_strong(generation, generation + 1,
+                                                 std::memory_order_relaxed)) [[unlikely]] {
     discard(op);
-    throw Error("tandem: delete_var of an invalid (default-constructed) var");
+    throw_unusable_var(var, "delete_var", owner_, /*deleting=*/true);
   }
-  prepare(op, cpu(), {}, {var}, OpProps{.name = "delete_var", .no_skip = true});
-  op->var_to_delete = var.state();
+  owner_->live_vars.fetch_sub(1, std::memory_order_relaxed);
+  // The deleter op itself holds the state under its new generation.
+  prepare(op, cpu(), {}, {Var(state, generation + 1)},
+          OpProps{.name = "delete_var", .no_skip = true});
+  op->var_to_delete = state;
 }
 
 void EngineCore::discard(OpRecord* op) noexcept {
@@ -309,10 +371,9 @@ void EngineCore::check_not_inside_op(const char* call) {
   }
 }
 
-VarState* EngineCore::checked_state(Var var, const char* call) {
-  if (!var.valid()) {
-    throw Error(std::string("tandem: ") + call + " on an invalid (default-constructed) var");
-  }
+VarState* EngineCore::checked_state(Var var, const char* call) const {
+  if (!var.valid() || !is_live_var_of(var, owner_)) [[unlikely]]
+    throw_unusable_var(var, call, owner_, /*deleting=*/false);
   return var.state();
 }
 
@@ -331,6 +392,8 @@ EngineStats EngineCore::base_stats() const {
   stats.ops_pushed = ops_pushed_.load(std::memory_order_relaxed) & kSequenceMask;
   stats.ops_failed = ops_failed_.load(std::memory_order_relaxed);
   stats.ops_skipped = ops_skipped_.load(std::memory_order_relaxed);
+  stats.vars_alive = static_cast<std::uint64_t>(
+      std::max<std::int64_t>(0, owner_->live_vars.load(std::memory_order_relaxed)));
   return stats;
 }
 

@@ -45,6 +45,9 @@ class EngineCore : public CompletionSink {
   virtual ~EngineCore() = default;
 
   const EngineConfig& config() const { return config_; }
+  // The bookkeeping of this core's vars (var_owner.h). Set once, before the core is used; a
+  // stand-in core that takes over the vars of a retired one is given the same owner.
+  void set_var_owner(VarOwner& owner) { owner_ = &owner; }
   Var new_var();
 
   // Runs a ready op on lane `worker` (-1: inline). Skips it when an input is poisoned; settles
@@ -95,7 +98,9 @@ class EngineCore : public CompletionSink {
   virtual void release(OpRecord* op) noexcept = 0;
 
   static void check_not_inside_op(const char* call);
-  static VarState* checked_state(Var var, const char* call);
+  // The state of `var`; throws tandem::Error naming `call` when the var is invalid, deleted or
+  // another engine's.
+  VarState* checked_state(Var var, const char* call) const;
   // Throws the poison's error (marking it thrown) if there is one.
   static void throw_if_poisoned(const ErrorRef& poison);
   // Rethrows the oldest error that no sync point has thrown yet.
@@ -149,6 +154,7 @@ class EngineCore : public CompletionSink {
                                                    bool skipped) noexcept;
 
   alignas(64) EngineConfig config_;
+  VarOwner* owner_ = nullptr;
   ErrorRegistry errors_;
   std::atomic<std::uint64_t> ops_failed_{0};
   std::atomic<std::uint64_t> ops_skipped_{0};

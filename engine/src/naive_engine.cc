@@ -94,9 +94,9 @@ void NaiveEngine::release(OpRecord* op) noexcept {
   finished->set();
 }
 
-void NaiveEngine::wait_for_var(Var var) {
-  check_not_inside_op("wait_for_var");
-  VarState* state = checked_state(var, "wait_for_var");
+void NaiveEngine::wait(Var var, const char* call) {
+  check_not_inside_op(call);
+  VarState* state = checked_state(var, call);
   const ErrorRef poison = when_idle([state] { return state->poison; });
   throw_if_poisoned(poison);
 }

@@ -29,13 +29,15 @@ class NaiveEngine final : public EngineCore {
   void submit(OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override;
   void submit_delete(OpRecord* op, Var var) override;
-  void wait_for_var(Var var) override;
-  void wait_to_write(Var var) override { wait_for_var(var); }
+  void wait_for_var(Var var) override { wait(var, "wait_for_var"); }
+  void wait_to_write(Var var) override { wait(var, "wait_to_write"); }
   void wait_all() override;
   EngineStats stats() const override;
   bool shutdown(std::chrono::milliseconds) override { return true; }
 
  private:
+  // Every op pushed so far has finished: a wait only reports the var's poison.
+  void wait(Var var, const char* call);
   void run_now(OpRecord* op);
   void run_one(OpRecord* op);
   void release(OpRecord* op) noexcept override;

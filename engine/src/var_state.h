@@ -8,24 +8,35 @@
 //   read and write; a read waits for the earlier write.
 // - `poison` is written only by the op holding the var for writing (when it finishes) and read
 //   only by ops holding it; the grant hand-off under `lock` orders those accesses.
+// - `generation` and `owner` validate handles (var.h, var_owner.h): new_var sets `owner` and
+//   hands out the current generation; delete_var moves the generation on (a compare-exchange,
+//   so of two deletes of one var exactly one succeeds). Neither is reset when the state goes
+//   back to the pool, and pooled states are never freed: reading them through a stale handle
+//   is always safe. Both are atomic because a stale handle may be checked on one thread while
+//   another reuses the state (relaxed: the check needs no ordering, only a value it can trust
+//   not to be torn).
 // - `fenced` is true exactly when `fences` holds device work (see device_work.h). Every op
 //   granted while it is set is marked `needs_fence_sync`, so a CPU op settles fences only when
 //   a var it holds has some: the pure-CPU path pays one byte test at grant.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "device_work.h"
 #include "error_record.h"
 #include "spin_lock.h"
 #include "tandem/detail/op_record.h"
+#include "var_owner.h"
 
 namespace tandem::detail {
 
 struct VarState {
   SpinLock lock;
+  std::atomic<std::uint32_t> generation{0};
   VarSlot* head = nullptr;
   VarSlot* tail = nullptr;
+  std::atomic<VarOwner*> owner{nullptr};
   std::uint32_t active_reads = 0;
   bool write_active = false;
   bool fenced = false;

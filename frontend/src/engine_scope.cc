@@ -1,10 +1,13 @@
 // The current engine of each thread, and the front end's per-engine state.
 #include "tandem/nd/engine_scope.h"
 
+#include <cstdint>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "generator_registry.h"
+#include "tandem/errors.h"
 
 namespace tandem::nd {
 
@@ -15,9 +18,10 @@ thread_local Engine* scoped_engine = nullptr;
 // Open scopes per engine, over all threads: the front end's state on an engine (its default
 // generator) is released when the last scope on it closes, before the owner can destroy it.
 std::mutex scopes_mutex;
+// Never destroyed: a scope may close in a static destructor.
 std::unordered_map<Engine*, int>& open_scopes() {
-  static std::unordered_map<Engine*, int> scopes;
-  return scopes;
+  static auto* scopes = new std::unordered_map<Engine*, int>();
+  return *scopes;
 }
 
 }  // namespace
@@ -51,7 +55,18 @@ EngineScope::~EngineScope() {
 }
 
 void set_default_engine(const EngineConfig& config) {
-  random::detail::forget_default_generator(Engine::get());
+  Engine& old = Engine::get();
+  // Checked before the default generator is forgotten, so that a refusal changes nothing.
+  const std::uint64_t own = random::detail::has_default_generator(old) ? 1 : 0;
+  const std::uint64_t alive = old.stats().vars_alive;
+  if (alive > own) {
+    throw Error("tandem: nd::set_default_engine: " + std::to_string(alive - own) +
+                " arrays (or random generators, or vars from new_var) of the current engine "
+                "are still alive; they would be left without their engine. Drop them (or let "
+                "them go out of scope) before replacing the engine, or use a private engine "
+                "with nd::EngineScope beside it");
+  }
+  random::detail::forget_default_generator(old);
   Engine::set_default(config);
 }
 

@@ -8,6 +8,8 @@ namespace tandem::nd::random::detail {
 // The generator's var lives in an engine var; it must be deleted while that engine is alive.
 // Called when the last EngineScope on `engine` closes and before the default engine is replaced.
 void forget_default_generator(Engine& engine);
+// Whether `engine` has a default generator (which holds one of its vars).
+bool has_default_generator(Engine& engine);
 
 // The state behind a Generator handle. `stream` is read and advanced only by ops that write
 // `var`, so draws happen in push order; it is freed by the var's deleter, after the last of them.

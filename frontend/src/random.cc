@@ -24,7 +24,8 @@ namespace detail {
 GeneratorState::~GeneratorState() {
   if (engine == nullptr) return;
   try {
-    engine->delete_var(var, [stream = stream] { delete stream; });
+    // Through the var: the generator may outlive the Engine object (see nd::detail::release).
+    Engine::owner(var).delete_var(var, [stream = stream] { delete stream; });
   } catch (...) {
     // Leak rather than free a stream an op may still use.
   }
@@ -33,9 +34,10 @@ GeneratorState::~GeneratorState() {
 namespace {
 
 std::mutex registry_mutex;
+// Never destroyed: static destructors may draw random numbers after it would have been.
 std::unordered_map<Engine*, std::unique_ptr<Generator>>& registry() {
-  static std::unordered_map<Engine*, std::unique_ptr<Generator>> generators;
-  return generators;
+  static auto* generators = new std::unordered_map<Engine*, std::unique_ptr<Generator>>();
+  return *generators;
 }
 
 }  // namespace
@@ -49,6 +51,11 @@ void forget_default_generator(Engine& engine) {
     generator = std::move(it->second);
     registry().erase(it);
   }
+}
+
+bool has_default_generator(Engine& engine) {
+  std::lock_guard lock(registry_mutex);
+  return registry().contains(&engine);
 }
 
 }  // namespace detail

@@ -91,14 +91,19 @@ StoragePool& storage_pool() {
 // Accelerator storage has no early free: an accelerator op's body runs at launch, ahead of its
 // stream, so only the deleter (which runs after the device has finished with the var) may give
 // the block back.
+//
+// The var is deleted through Engine::owner(var), not `storage->engine`: an array may outlive
+// the Engine object it was made on (a private engine destroyed first), and its var then belongs
+// to a stand-in engine that still exists.
 void release(Storage* storage) noexcept {
   if (storage->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   try {
+    Engine& engine = Engine::owner(storage->var);
     if (storage->bytes >= kEarlyFreeBytes && storage->accelerator == nullptr) {
-      storage->engine->push([storage] { storage->free_data(); }, storage->device, {},
-                            {storage->var}, {.name = "free", .priority = 1, .no_skip = true});
+      engine.push([storage] { storage->free_data(); }, storage->device, {}, {storage->var},
+                  {.name = "free", .priority = 1, .no_skip = true});
     }
-    storage->engine->delete_var(storage->var, [storage] {
+    engine.delete_var(storage->var, [storage] {
       storage->free_data();
       storage_pool().give_back(storage);
     });

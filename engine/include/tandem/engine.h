@@ -23,6 +23,24 @@
 // - Waiting from inside an op throws DeadlockError instead of hanging.
 // - Backpressure: past `max_ops_in_flight` pushed-but-unfinished ops, push blocks until ops
 //   finish (never inside an op, where blocking could deadlock).
+// - Vars are checked: a default-constructed var, a var used or deleted again after delete_var,
+//   and a var of another engine make push, the waits and delete_var throw tandem::Error (the
+//   op is not queued).
+//
+// Lifetime:
+// - The process-wide engine (`get`) lives until the process ends; no static destructor
+//   destroys it. When the process exits it finishes every op pushed so far (their device work
+//   too), writes the TANDEM_PROFILE trace and joins its threads; afterwards, as for everything
+//   run from static destructors after that point, it runs each push, wait and delete_var inline
+//   on the calling thread, like the naive engine. So arrays and vars at namespace scope, and
+//   objects whose destructors push, are fine, before or after main returns.
+// - `set_default` refuses (throws tandem::Error, saying how many) while vars of the current
+//   process-wide engine are alive: they would be left without their engine.
+// - A private engine (`create`) should be destroyed after its vars are deleted. Destroyed
+//   earlier, it finishes its ops, logs an error naming how many vars are alive, and hands them
+//   to a stand-in that never dies: `Engine::owner(var)` then returns the stand-in, which runs
+//   deletes (and anything else) inline. The Engine object itself is gone: calls through a
+//   pointer to it are use-after-free.
 #pragma once
 
 #include <cstdint>
@@ -49,18 +67,25 @@ struct EngineStats {
   // for their completions (the push may be the one such a completion waits for).
   std::uint64_t pushes_over_bound = 0;
   std::uint64_t ops_in_flight = 0;
+  std::uint64_t vars_alive = 0;  // made by new_var and not yet passed to delete_var
 };
 
 class Engine {
  public:
   // The process-wide engine, created on first use from EngineConfig::from_env().
   static Engine& get();
-  // Replaces the process-wide engine (after finishing every op of the old one). Not to be
+  // Replaces the process-wide engine (after finishing every op of the old one). Throws
+  // tandem::Error, leaving the engine as it was, while vars of the old one are alive. Not to be
   // called while other threads use the engine.
   static void set_default(const EngineConfig& config);
   static void set_default(EngineKind kind);
   // A private engine, e.g. to compare kinds side by side in one process.
   static std::unique_ptr<Engine> create(const EngineConfig& config);
+  // The engine that serves `var`: the one whose new_var made it, or, if that one was destroyed
+  // while the var was alive, its stand-in (see Lifetime above). Code that drops a var when an
+  // object that may outlive its engine dies deletes it through this engine. Throws
+  // tandem::Error for an invalid or deleted var.
+  static Engine& owner(Var var);
 
   virtual ~Engine() = default;
   Engine(const Engine&) = delete;

@@ -6,12 +6,17 @@
 //   {
 //     nd::EngineScope scope(*engine);   // arrays created by this thread now use *engine
 //     auto x = nd::ones({2, 2}) + 1;    // runs inline: the naive engine is synchronous
-//   }                                   // arrays of *engine must be gone before *engine is
+//   }                                   // arrays of *engine should be gone before *engine is
 //
 // An array remembers its engine; an op on arrays of two different engines throws
 // tandem::Error. Without a scope the front end uses tandem::Engine::get(). The front end's state
 // on a scoped engine (its default random generator) is released when the last scope on that
 // engine closes, so a later scope on it starts again from seed 0.
+//
+// An array that outlives its private engine can still be dropped safely: the engine hands its
+// vars to a stand-in when it is destroyed (see tandem/engine.h, Lifetime) and logs an error;
+// using such an array in a new op is a use-after-free. Arrays of the process-wide engine may
+// live anywhere, namespace scope included: that engine outlives them all.
 #pragma once
 
 #include "tandem/engine.h"
@@ -38,8 +43,10 @@ class EngineScope {
 };
 
 // Replaces the process-wide engine (tandem::Engine::set_default) after waiting for the old one
-// and releasing the front end's state on it (its default random generator). Arrays of the old
-// engine must be gone. Prefer this over Engine::set_default once the front end has been used.
+// and releasing the front end's state on it (its default random generator). Throws
+// tandem::Error naming how many arrays (vars) of the old engine are still alive, and changes
+// nothing, unless they are all gone. Prefer this over Engine::set_default once the front end
+// has been used.
 void set_default_engine(const EngineConfig& config);
 void set_default_engine(EngineKind kind);
 
