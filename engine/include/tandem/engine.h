@@ -18,11 +18,22 @@
 //   When an op reads several poisoned vars, the oldest error wins: the one raised by the op
 //   pushed first, so the error a var carries does not depend on timing.
 //   `wait_for_var(v)` throws v's error; `wait_all` throws the first error no sync point has
-//   thrown yet. Each error is thrown once by `wait_all`; `wait_for_var` throws whenever the var
-//   is poisoned. The engine keeps running after any error.
+//   thrown yet, "first" in push order (on every engine, whatever order the ops finished in).
+//   Each error is thrown once by `wait_all`; `wait_for_var` throws whenever the var is
+//   poisoned. The engine keeps running after any error.
+// - The same rules hold for accelerator ops, whose device work fails after they were launched:
+//   device work downstream of a failure is skipped and passes the oldest failure on, never an
+//   error of its own (see tandem/accel/stream.h for what an accelerator op may touch when).
+// - `wait_all` waits for the ops pushed before it was called; ops other threads push meanwhile
+//   do not hold it up.
 // - Waiting from inside an op throws DeadlockError instead of hanging.
-// - Backpressure: past `max_ops_in_flight` pushed-but-unfinished ops, push blocks until ops
-//   finish (never inside an op, where blocking could deadlock).
+// - Backpressure: past `max_ops_in_flight` pushed-but-unfinished ops, push (and delete_var)
+//   blocks until ops finish, never inside an op, where blocking could deadlock. Each thread
+//   checks the bound every 32 submissions, so the bound holds within 32 ops per submitting
+//   thread. A push never blocks for good on ops that wait for an async op's Completion: when
+//   nothing completes for 250 ms while Completions are out (20 ms on a thread that has invoked
+//   one before), it goes over the bound (EngineStats::pushes_over_bound), since it may be the
+//   push that Completion waits for.
 // - Vars are checked: a default-constructed var, a var used or deleted again after delete_var,
 //   and a var of another engine make push, the waits and delete_var throw tandem::Error (the
 //   op is not queued).

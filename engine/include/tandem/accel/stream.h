@@ -7,6 +7,17 @@
 //     launch_kernel<<<grid, block, 0, cuda_stream(stream)>>>(...);           // cuda
 //   }, tandem::sim(0), {in}, {out}, {.name = "scale"});
 //
+// The rule for an accelerator op's memory accesses. The op's function (its launch function)
+// runs on the device's launcher thread as soon as its vars are granted, which may be before the
+// device work of earlier ops on those vars has run. So it only computes pointers, allocates and
+// enqueues; it never reads or writes the memory behind its vars. That memory is touched by the
+// work it enqueues (kernels, copy(), enqueue_host() items), which the engine orders after the
+// work of every earlier op on the op's vars: a device-side wait for the same backend (any of
+// its streams), a host-side wait for another backend, nothing after a CPU op (it has finished).
+// For example, a host-to-device copy from pageable memory stages the host bytes in an
+// enqueue_host() item, not in the launch function: the host array may be the output of a
+// device-to-host copy that has not run yet.
+//
 // Invariants every backend keeps:
 // - Work on one stream runs in enqueue order, one item at a time.
 // - `record()` returns an event that completes when everything enqueued before it on this
