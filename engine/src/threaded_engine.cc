@@ -47,17 +47,26 @@ bool ThreadedEngine::due_for_room_check() noexcept {
 }
 
 void ThreadedEngine::take_ticket(OpRecord* op) {
+  OpRecord* const parent = current_op();
   // Backpressure. Reading `completed_` (a line the workers write) costs a cache miss, so a large
   // bound is checked every few submissions of a thread only: the bound may be overshot by up to
   // `room_check_interval_` ops per submitting thread. Never block inside an op: the ops that
   // would make room might wait for this one.
-  if (max_in_flight_ != 0 && due_for_room_check() && in_flight() >= max_in_flight_ &&
-      current_op() == nullptr) [[unlikely]] {
+  if (max_in_flight_ != 0 && due_for_room_check() && parent == nullptr &&
+      in_flight() >= max_in_flight_) [[unlikely]] {
     wait_for_room();
   }
   const std::uint64_t ticket = ops_pushed_.fetch_add(1, std::memory_order_seq_cst);
   op->push_sequence = ticket & kSequenceMask;
-  op->epoch_parity = static_cast<std::uint8_t>((ticket >> kEpochShift) & 1);
+  const auto parity = static_cast<std::uint8_t>((ticket >> kEpochShift) & 1);
+  op->epoch_parity = parity;
+  if (parent != nullptr && parent->sink == this && parent->epoch_parity != parity) [[unlikely]] {
+    // Pushed by an op of the epoch a wait_all is draining: it is part of what that wait_all
+    // waits for, so it moves to its parent's epoch (see wait_all).
+    op->epoch_parity = parent->epoch_parity;
+    parity_adjust_[parent->epoch_parity].fetch_add(1, std::memory_order_seq_cst);
+    parity_adjust_[parity].fetch_sub(1, std::memory_order_seq_cst);
+  }
 }
 
 void ThreadedEngine::submit(OpRecord* op, Device device, VarList reads, VarList writes,
@@ -212,7 +221,7 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
     // (backpressure). Waking a waiter on every completion would make it compete for the cores
     // with the workers it waits for.
     const std::uint64_t left = in_flight();
-    if (done_in_parity >= drain_target_[parity].load(std::memory_order_seq_cst) || left == 0 ||
+    if (drained(parity, done_in_parity) || left == 0 ||
         (left <= resume_at_ && room_waiters_.load(std::memory_order_seq_cst) > 0)) {
       // Taking the mutex orders this notify after a waiter that checked its condition under
       // it has gone to sleep, so the wake-up cannot be lost.
@@ -320,14 +329,24 @@ void ThreadedEngine::wait_to_write(Var var) {
   wait_on_var(var, true, "wait_to_write");
 }
 
+bool ThreadedEngine::drained(int parity, std::uint64_t completed) const {
+  const std::uint64_t base = drain_target_[parity].load(std::memory_order_seq_cst);
+  if (base == kNoTarget) return false;
+  const std::int64_t adjust = parity_adjust_[parity].load(std::memory_order_seq_cst);
+  return static_cast<std::int64_t>(completed - base) >= adjust;
+}
+
 void ThreadedEngine::wait_all() {
   check_not_inside_op("wait_all");
-  // Waits for the ops pushed before this call, not for a quiet engine: another thread that
-  // keeps pushing must not hold this one up. Each call opens a new epoch by one increment of
-  // the push tickets, so every op pushed before it belongs to an older epoch, and waits until
-  // the ops of the epoch it closed have completed. The epochs before that one were drained by
-  // the earlier calls, which run one at a time (epoch_mutex_): so one completion count per
-  // epoch parity suffices, and no op of a newer epoch can count towards the one drained here.
+  // Waits for the ops pushed before this call, and for the ops those push (they may still be
+  // running), not for a quiet engine: another thread that keeps pushing must not hold it up.
+  // Each call opens a new epoch by one increment of the push tickets, so every op pushed before
+  // it belongs to an older epoch, and waits until the ops of the epoch it closed have completed.
+  // The epochs before that one were drained by the earlier calls, which run one at a time
+  // (epoch_mutex_): so one completion count per epoch parity suffices, and no op of a newer
+  // epoch counts towards the one drained here. An op pushed from inside an op of the closed
+  // epoch after the increment moves to that epoch (take_ticket): `parity_adjust_` moves its
+  // count from the new epoch's parity to the closed one's.
   std::uint64_t boundary = 0;
   {
     std::lock_guard epoch_lock(epoch_mutex_);
@@ -336,11 +355,10 @@ void ThreadedEngine::wait_all() {
     const int parity = static_cast<int>((ticket >> kEpochShift) & 1);
     pushed_in_parity_[parity] += boundary - epoch_start_;
     epoch_start_ = boundary;
-    const std::uint64_t target = pushed_in_parity_[parity];
-    drain_target_[parity].store(target, std::memory_order_seq_cst);
-    while (
-        !block_until([&] { return completed_[parity].load(std::memory_order_seq_cst) >= target; },
-                     /*for_room=*/false, std::chrono::hours(1))) {
+    drain_target_[parity].store(pushed_in_parity_[parity], std::memory_order_seq_cst);
+    while (!block_until(
+        [&] { return drained(parity, completed_[parity].load(std::memory_order_seq_cst)); },
+        /*for_room=*/false, std::chrono::hours(1))) {
     }
     drain_target_[parity].store(kNoTarget, std::memory_order_seq_cst);
   }

@@ -106,8 +106,12 @@ class ThreadedEngine final : public EngineCore {
   std::atomic<int> releasing_{0};
   std::atomic<std::uint64_t> pushes_blocked_{0};
   std::atomic<std::uint64_t> pushes_over_bound_{0};
-  // The completion count a wait_all waits for, per epoch parity (kNoTarget: none).
+  // The completion count a wait_all waits for, per epoch parity (kNoTarget: none), before
+  // `parity_adjust_`: ops pushed from inside an op of an older epoch count in that epoch.
   std::atomic<std::uint64_t> drain_target_[2] = {kNoTarget, kNoTarget};
+  std::atomic<std::int64_t> parity_adjust_[2] = {0, 0};
+  // True when `completed` ops of epoch parity `parity` are all a waiting wait_all waits for.
+  bool drained(int parity, std::uint64_t completed) const;
   // wait_all's epochs: one call at a time opens and drains one (guards the two fields below).
   std::mutex epoch_mutex_;
   std::uint64_t pushed_in_parity_[2] = {0, 0};  // ops pushed in the epochs of each parity

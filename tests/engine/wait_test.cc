@@ -236,3 +236,26 @@ TEST_CASE("wait_all returns once the ops pushed before it finish while another t
   other.join();
   CHECK_FALSE(gave_up.load());
 }
+
+TEST_CASE("wait_all also waits for the ops that ops pushed before it push while it waits") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var v = engine.var();
+  tandem::Engine& e = *engine;
+  std::atomic<int> inner_ran{0};
+  engine->push(
+      [&] {
+        std::this_thread::sleep_for(50ms);  // wait_all has begun by now
+        for (int i = 0; i < 20; ++i) {
+          e.push(
+              [&inner_ran] {
+                std::this_thread::sleep_for(1ms);
+                inner_ran.fetch_add(1);
+              },
+              cpu(), {}, {v}, {.name = "inner"});
+        }
+      },
+      cpu(), {}, {}, {.name = "outer"});
+  engine->wait_all();
+  CHECK(inner_ran.load() == 20);
+}
