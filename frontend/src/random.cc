@@ -97,7 +97,10 @@ enum class Distribution { uniform, normal };
 
 // Philox blocks a draw of n values consumes: what the kernels return, known before they run.
 // An accelerator draw advances the generator at launch, so the next draw (on any device) can
-// continue the stream while this one is still queued.
+// continue the stream while this one is still queued. This is no exception to the rule that a
+// launch function never touches the memory behind its vars (device_kernel.h): the generator's
+// state is host memory that only launch functions and cpu op bodies touch, never stream work,
+// and the engine runs those one at a time, in push order, for the generator's var.
 std::uint64_t blocks_for(std::int64_t n, DType dtype) {
   const std::int64_t per_block = dtype == DType::float32
                                      ? ops::random::UniformDistribution::values_per_block<float>
