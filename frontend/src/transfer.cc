@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "access.h"
 #include "lazy_view.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
@@ -63,7 +64,7 @@ void push_host_to_device(const NDArray& source, const NDArray& destination, cons
         stream.copy(to, stage->data(), bytes);
         stream.enqueue_host([stage = std::move(stage)] {}, {});
       },
-      destination.device(), {source.var()}, {destination.var()},
+      destination.device(), WriteReads(destination, &source).list(), {destination.var()},
       {.name = op, .queue = Queue::copy_h2d});
 }
 
@@ -84,7 +85,8 @@ void push_device_to_host(const NDArray& source, const NDArray& destination, cons
         stream.enqueue_host(
             [stage = std::move(stage), to, bytes] { std::memcpy(to, stage->data(), bytes); }, {});
       },
-      source.device(), {source.var()}, {destination.var()}, {.name = op, .queue = Queue::copy_d2h});
+      source.device(), WriteReads(destination, &source).list(), {destination.var()},
+      {.name = op, .queue = Queue::copy_d2h});
 }
 
 void push_device_to_device(const NDArray& source, const NDArray& destination, const char* op) {
@@ -96,7 +98,7 @@ void push_device_to_device(const NDArray& source, const NDArray& destination, co
         void* dst = to.resolve();
         if (bytes > 0) ctx.stream()->copy(dst, src, bytes);
       },
-      destination.device(), {source.var()}, {destination.var()},
+      destination.device(), WriteReads(destination, &source).list(), {destination.var()},
       {.name = op, .queue = Queue::copy_d2d});
 }
 
