@@ -7,6 +7,7 @@
 #include "logging.h"
 #include "profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
+#include "tandem/inside_op.h"
 
 namespace tandem::detail {
 
@@ -319,3 +320,11 @@ EngineStats EngineCore::base_stats() const {
 }
 
 }  // namespace tandem::detail
+
+namespace tandem {
+
+bool inside_op() noexcept {
+  return detail::current_op() != nullptr;
+}
+
+}  // namespace tandem
