@@ -88,6 +88,12 @@ void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& prop
   op->num_slots = n;
 }
 
+[[noreturn]] void throw_invalid_queue(const OpProps& props) {
+  throw Error("tandem: push of op '" + std::string(props.name) + "': queue value " +
+              std::to_string(static_cast<unsigned>(props.queue)) +
+              " is not a tandem::Queue (compute, copy_h2d, copy_d2h, copy_d2d, comm)");
+}
+
 // For devices other than cpu(0) (prepare() lets cpu(0) through without the call).
 void check_device(Device device, const OpProps& props) {
   if (device.is_accelerator()) {
@@ -116,6 +122,8 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
                          const OpProps& props) {
   try {
     if (props.name == nullptr) throw Error("tandem: push of an op with a null name");
+    if (static_cast<unsigned>(props.queue) > static_cast<unsigned>(Queue::comm)) [[unlikely]]
+      throw_invalid_queue(props);
     if (device != cpu()) [[unlikely]]
       check_device(device, props);
     fill_slots(op, reads, writes, props);

@@ -126,6 +126,7 @@ namespace {
 
 NDArray copy_from_host(const char* op, const void* data, std::int64_t count, DType dtype,
                        const Shape& shape, Device device) {
+  detail::check_dtype(op, dtype);
   const std::int64_t n = ops::checked_num_elements(shape, ops::dtype_size(dtype), op);
   if (n != count) {
     throw Error(std::string("tandem: ") + op + ": " + std::to_string(count) +

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "generator_registry.h"
+#include "tandem/errors.h"
 
 namespace tandem::nd {
 
@@ -51,7 +52,12 @@ EngineScope::~EngineScope() {
 }
 
 void set_default_engine(const EngineConfig& config) {
-  random::detail::forget_default_generator(Engine::get());
+  try {
+    random::detail::forget_default_generator(Engine::get());
+  } catch (const Error&) {
+    // No default engine can be made from the environment (a bad TANDEM_* value): it has no
+    // generator to forget, and the config given here is the way past that error.
+  }
   Engine::set_default(config);
 }
 

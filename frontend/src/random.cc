@@ -2,6 +2,7 @@
 // stream) and the new array's var.
 #include "tandem/nd/random.h"
 
+#include <cmath>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -145,9 +146,31 @@ void push_draw_on_accelerator(Engine& engine, const char* op, Distribution distr
       out.device(), {}, {generator, out.var()}, {.name = op});
 }
 
+// uniform: [low, high), both finite, low <= high. normal: mean and stddev finite, stddev >= 0.
+void check_parameters(const char* op, Distribution distribution, double a, double b) {
+  const std::string values = "(got " + std::to_string(a) + ", " + std::to_string(b) + ")";
+  if (distribution == Distribution::uniform) {
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      throw Error(std::string("tandem: ") + op + ": low and high must be finite " + values);
+    }
+    if (a > b) {
+      throw Error(std::string("tandem: ") + op + ": low must not exceed high " + values +
+                  "; swap them");
+    }
+    return;
+  }
+  if (!std::isfinite(a) || !std::isfinite(b)) {
+    throw Error(std::string("tandem: ") + op + ": mean and stddev must be finite " + values);
+  }
+  if (b < 0) {
+    throw Error(std::string("tandem: ") + op + ": stddev must be at least 0 " + values);
+  }
+}
+
 NDArray draw(const char* op, Distribution distribution, const Shape& shape, double a, double b,
              DType dtype, Device device, Generator* generator) {
   nd::detail::check_floating(op, dtype);
+  check_parameters(op, distribution, a, b);
   Generator& source = generator != nullptr ? *generator : default_generator();
   Engine& engine = current_engine();
   if (&source.engine() != &engine) {

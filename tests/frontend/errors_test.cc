@@ -148,6 +148,34 @@ TEST_SUITE("frontend.errors") {
     CHECK(std::isinf((nd::ones({1}) / 0).scalar<double>()));  // floats divide by zero into inf
   }
 
+  TEST_CASE("a dtype value outside nd::DType is refused at the call, naming the value") {
+    const auto bad = static_cast<DType>(99);
+    check_error([&] { nd::zeros({2}, bad); }, {"zeros", "99 is not a dtype"});
+    check_error([&] { nd::empty({2}, bad); }, {"empty", "99 is not a dtype"});
+    check_error([&] { nd::full({2}, 1.0, bad); }, {"full", "99"});
+    check_error([&] { nd::arange(0, 4, 1, bad); }, {"arange", "99"});
+    check_error([&] { nd::ones({2}).astype(bad); }, {"astype", "99"});
+    const float values[2] = {1, 2};
+    check_error([&] { nd::from_host(values, 2, bad, {2}); }, {"from_vector", "99"});
+    check_error([&] { nd::random::uniform({2}, {.dtype = bad}); }, {"random.uniform", "99"});
+    check_error([&] { nd::zeros({2}, bad, sim(0)); }, {"zeros", "99"});
+  }
+
+  TEST_CASE("random parameters out of their domain are refused at the call") {
+    check_error([] { nd::random::uniform(2.0, 1.0, {3}); },
+                {"random.uniform", "low must not exceed high", "2.000000", "1.000000"});
+    check_error([] { nd::random::uniform(0.0, INFINITY, {3}); }, {"random.uniform", "finite"});
+    check_error([] { nd::random::uniform({3}, {.low = NAN}); }, {"random.uniform", "finite"});
+    check_error([] { nd::random::normal(0.0, -1.0, {3}); },
+                {"random.normal", "stddev must be at least 0", "-1.000000"});
+    check_error([] { nd::random::normal(NAN, 1.0, {3}); }, {"random.normal", "finite"});
+    check_error([] { nd::random::normal({3}, {.stddev = INFINITY, .device = sim(0)}); },
+                {"random.normal", "finite"});
+    // The edges are fine: an empty interval gives low, a zero deviation gives the mean.
+    CHECK(nd::random::uniform(1.5, 1.5, {4}).to_vector<float>() == std::vector<float>(4, 1.5f));
+    CHECK(nd::random::normal(2.0, 0.0, {4}).to_vector<float>() == std::vector<float>(4, 2.0f));
+  }
+
   TEST_CASE("a write into part of a poisoned array keeps the whole array poisoned") {
     std::vector<Device> devices{cpu()};
     for (int i = 0; i < std::min(2, device_count(DeviceKind::sim)); ++i) devices.push_back(sim(i));
