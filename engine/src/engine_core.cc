@@ -9,6 +9,7 @@
 #include "logging.h"
 #include "profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
+#include "tandem/inside_op.h"
 
 namespace tandem::detail {
 
@@ -137,6 +138,12 @@ void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& prop
   op->num_slots = n;
 }
 
+[[noreturn]] void throw_invalid_queue(const OpProps& props) {
+  throw Error("tandem: push of op '" + std::string(props.name) + "': queue value " +
+              std::to_string(static_cast<unsigned>(props.queue)) +
+              " is not a tandem::Queue (compute, copy_h2d, copy_d2h, copy_d2d, comm)");
+}
+
 // For devices other than cpu(0) (prepare() lets cpu(0) through without the call).
 void check_device(Device device, const OpProps& props) {
   if (device.is_accelerator()) {
@@ -180,6 +187,8 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
                          const OpProps& props) {
   try {
     if (props.name == nullptr) throw Error("tandem: push of an op with a null name");
+    if (static_cast<unsigned>(props.queue) > static_cast<unsigned>(Queue::comm)) [[unlikely]]
+      throw_invalid_queue(props);
     if (device != cpu()) [[unlikely]]
       check_device(device, props);
     fill_slots(op, reads, writes, props, owner_);
@@ -398,3 +407,11 @@ EngineStats EngineCore::base_stats() const {
 }
 
 }  // namespace tandem::detail
+
+namespace tandem {
+
+bool inside_op() noexcept {
+  return detail::current_op() != nullptr;
+}
+
+}  // namespace tandem

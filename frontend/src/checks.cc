@@ -41,7 +41,14 @@ void check_same_dtype(const char* op, const NDArray& a, const NDArray& b) {
   }
 }
 
+void check_dtype(const char* op, DType dtype) {
+  if (ops::is_valid(dtype)) return;
+  throw Error(std::string("tandem: ") + op + ": " + std::to_string(static_cast<unsigned>(dtype)) +
+              " is not a dtype (float32, float64, int32 or int64: use nd::float32 and so on)");
+}
+
 void check_floating(const char* op, DType dtype) {
+  check_dtype(op, dtype);
   if (!ops::is_floating(dtype)) {
     throw Error(std::string("tandem: ") + op + " is not defined for " + dtype_name(dtype) +
                 " arrays (floating types only); convert with astype(nd::float32) first");

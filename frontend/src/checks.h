@@ -20,6 +20,9 @@ Engine& check_same_place(const char* op, std::initializer_list<const NDArray*> i
 // Both arrays have one dtype, e.g. "add: dtype mismatch: float32 and float64".
 void check_same_dtype(const char* op, const NDArray& a, const NDArray& b);
 
+// A value of the DType enumeration, e.g. "zeros: 99 is not a dtype (float32, ...)".
+void check_dtype(const char* op, DType dtype);
+
 // Floating types only, e.g. "exp is not defined for int32 arrays".
 void check_floating(const char* op, DType dtype);
 

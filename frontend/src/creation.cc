@@ -39,8 +39,12 @@ NDArray filled(const char* op, Engine& engine, const Shape& shape, double value,
 
 }  // namespace
 
+// Fresh memory may hold the values of a freed array (the host and device pools reuse blocks),
+// and no value of tandem's is ever read from memory that no op wrote: an empty array is filled
+// with zeros, like zeros(). Every other array is written whole by the op that creates it, or
+// poisoned when that op fails, so fresh memory is never observable through any of them.
 NDArray empty(Shape shape, DType dtype, Device device) {
-  return detail::allocate_array(current_engine(), shape, dtype, device, "empty");
+  return filled("empty", current_engine(), shape, 0.0, dtype, device);
 }
 
 NDArray empty(Shape shape, Device device) {
@@ -122,6 +126,7 @@ namespace {
 
 NDArray copy_from_host(const char* op, const void* data, std::int64_t count, DType dtype,
                        const Shape& shape, Device device) {
+  detail::check_dtype(op, dtype);
   const std::int64_t n = ops::checked_num_elements(shape, ops::dtype_size(dtype), op);
   if (n != count) {
     throw Error(std::string("tandem: ") + op + ": " + std::to_string(count) +

@@ -13,6 +13,12 @@
 // in the body (memory is allocated there, and an allocation failure fails the op like any other
 // error) and captured by value; the work itself runs later, in stream order.
 //
+// The rule for accelerator ops (docs/design.md): the body runs on the device's launcher thread,
+// possibly before earlier device work on its vars has run (a D2H copy writes its host array in
+// a stream host item). It may compute pointers, allocate and enqueue, but never reads or writes
+// the bytes behind its vars: every access to them is stream work (kernels, Stream::copy,
+// Stream::enqueue_host), which runs after the waits the engine enqueued for the op.
+//
 // CPU ops do not come here: they keep their compact closures and run their kernel inline.
 //
 // The cuda lambda is type-checked in every build (the ops::cuda declarations are plain C++), but

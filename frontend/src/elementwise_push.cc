@@ -162,11 +162,11 @@ void push_copy(const NDArray& in, const NDArray& out, const char* op) {
               ctx, cost, [vi, vo] { ops::cpu::copy(vi, vo); },
               [&](Stream& stream) { ops::cuda::copy(vi, vo, stream); });
         },
-        out.device(), {in.var()}, {out.var()}, {.name = op});
+        out.device(), WriteReads(out, &in).list(), {out.var()}, {.name = op});
     return;
   }
   out.engine().push([views] { ops::cpu::copy(views[0].resolve(), views[1].resolve()); },
-                    out.device(), {in.var()}, {out.var()}, {.name = op});
+                    out.device(), WriteReads(out, &in).list(), {out.var()}, {.name = op});
 }
 
 void push_fill(const NDArray& out, double value, const char* op) {
@@ -180,11 +180,11 @@ void push_fill(const NDArray& out, double value, const char* op) {
               ctx, cost, [vo, value] { ops::cpu::fill(vo, value); },
               [&](Stream& stream) { ops::cuda::fill(vo, value, stream); });
         },
-        out.device(), {}, {out.var()}, {.name = op});
+        out.device(), WriteReads(out).list(), {out.var()}, {.name = op});
     return;
   }
-  out.engine().push([view, value] { ops::cpu::fill(view.resolve(), value); }, out.device(), {},
-                    {out.var()}, {.name = op});
+  out.engine().push([view, value] { ops::cpu::fill(view.resolve(), value); }, out.device(),
+                    WriteReads(out).list(), {out.var()}, {.name = op});
 }
 
 }  // namespace tandem::nd::detail

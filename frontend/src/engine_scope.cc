@@ -55,18 +55,26 @@ EngineScope::~EngineScope() {
 }
 
 void set_default_engine(const EngineConfig& config) {
-  Engine& old = Engine::get();
-  // Checked before the default generator is forgotten, so that a refusal changes nothing.
-  const std::uint64_t own = random::detail::has_default_generator(old) ? 1 : 0;
-  const std::uint64_t alive = old.stats().vars_alive;
-  if (alive > own) {
-    throw Error("tandem: nd::set_default_engine: " + std::to_string(alive - own) +
-                " arrays (or random generators, or vars from new_var) of the current engine "
-                "are still alive; they would be left without their engine. Drop them (or let "
-                "them go out of scope) before replacing the engine, or use a private engine "
-                "with nd::EngineScope beside it");
+  Engine* old = nullptr;
+  try {
+    old = &Engine::get();
+  } catch (const Error&) {
+    // No default engine can be made from the environment (a bad TANDEM_* value): it has no
+    // arrays or generator, and the config given here is the way past that error.
   }
-  random::detail::forget_default_generator(old);
+  if (old != nullptr) {
+    // Checked before the default generator is forgotten, so that a refusal changes nothing.
+    const std::uint64_t own = random::detail::has_default_generator(*old) ? 1 : 0;
+    const std::uint64_t alive = old->stats().vars_alive;
+    if (alive > own) {
+      throw Error("tandem: nd::set_default_engine: " + std::to_string(alive - own) +
+                  " arrays (or random generators, or vars from new_var) of the current engine "
+                  "are still alive; they would be left without their engine. Drop them (or let "
+                  "them go out of scope) before replacing the engine, or use a private engine "
+                  "with nd::EngineScope beside it");
+    }
+    random::detail::forget_default_generator(*old);
+  }
   Engine::set_default(config);
 }
 

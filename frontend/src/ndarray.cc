@@ -19,6 +19,7 @@ namespace detail {
 
 NDArray allocate_array(Engine& engine, const Shape& shape, DType dtype, Device device,
                        const char* op) {
+  check_dtype(op, dtype);
   const std::int64_t n = ops::checked_num_elements(shape, ops::dtype_size(dtype), op);
   auto storage =
       create_storage(engine, device, static_cast<std::size_t>(n) * ops::dtype_size(dtype), op);

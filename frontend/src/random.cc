@@ -2,6 +2,7 @@
 // stream) and the new array's var.
 #include "tandem/nd/random.h"
 
+#include <cmath>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -104,7 +105,10 @@ enum class Distribution { uniform, normal };
 
 // Philox blocks a draw of n values consumes: what the kernels return, known before they run.
 // An accelerator draw advances the generator at launch, so the next draw (on any device) can
-// continue the stream while this one is still queued.
+// continue the stream while this one is still queued. This is no exception to the rule that a
+// launch function never touches the memory behind its vars (device_kernel.h): the generator's
+// state is host memory that only launch functions and cpu op bodies touch, never stream work,
+// and the engine runs those one at a time, in push order, for the generator's var.
 std::uint64_t blocks_for(std::int64_t n, DType dtype) {
   const std::int64_t per_block = dtype == DType::float32
                                      ? ops::random::UniformDistribution::values_per_block<float>
@@ -149,9 +153,31 @@ void push_draw_on_accelerator(Engine& engine, const char* op, Distribution distr
       out.device(), {}, {generator, out.var()}, {.name = op});
 }
 
+// uniform: [low, high), both finite, low <= high. normal: mean and stddev finite, stddev >= 0.
+void check_parameters(const char* op, Distribution distribution, double a, double b) {
+  const std::string values = "(got " + std::to_string(a) + ", " + std::to_string(b) + ")";
+  if (distribution == Distribution::uniform) {
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      throw Error(std::string("tandem: ") + op + ": low and high must be finite " + values);
+    }
+    if (a > b) {
+      throw Error(std::string("tandem: ") + op + ": low must not exceed high " + values +
+                  "; swap them");
+    }
+    return;
+  }
+  if (!std::isfinite(a) || !std::isfinite(b)) {
+    throw Error(std::string("tandem: ") + op + ": mean and stddev must be finite " + values);
+  }
+  if (b < 0) {
+    throw Error(std::string("tandem: ") + op + ": stddev must be at least 0 " + values);
+  }
+}
+
 NDArray draw(const char* op, Distribution distribution, const Shape& shape, double a, double b,
              DType dtype, Device device, Generator* generator) {
   nd::detail::check_floating(op, dtype);
+  check_parameters(op, distribution, a, b);
   Generator& source = generator != nullptr ? *generator : default_generator();
   Engine& engine = current_engine();
   if (&source.engine() != &engine) {

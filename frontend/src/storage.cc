@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "host_pool.h"
 #include "tandem/errors.h"
+#include "tandem/inside_op.h"
 
 namespace tandem::nd::detail {
 
@@ -54,6 +55,7 @@ class StoragePool {
   void give_back(Storage* storage) noexcept {
     storage->engine = nullptr;
     storage->data.store(nullptr, std::memory_order_relaxed);
+    storage->free_announced = false;
     storage->references.store(1, std::memory_order_relaxed);
     storage->next_free = returned_.load(std::memory_order_relaxed);
     while (!returned_.compare_exchange_weak(storage->next_free, storage, std::memory_order_release,
@@ -90,13 +92,25 @@ StoragePool& storage_pool() {
 //
 // Accelerator storage has no early free: an accelerator op's body runs at launch, ahead of its
 // stream, so only the deleter (which runs after the device has finished with the var) may give
-// the block back.
+// the block back. Its pool is told at once that the block is coming back (expect_free), so that
+// an allocation meanwhile waits for it rather than failing.
 //
 // The var is deleted through Engine::owner(var), not `storage->engine`: an array may outlive
 // the Engine object it was made on (a private engine destroyed first), and its var then belongs
 // to a stand-in engine that still exists.
 void release(Storage* storage) noexcept {
   if (storage->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  MemoryBlock announced;
+  if (storage->accelerator != nullptr) {
+    // An op not launched yet may still allocate the memory (when creation could not): then the
+    // deleter frees it without an announcement.
+    void* data = storage->data.load(std::memory_order_acquire);
+    if (data != nullptr && data != storage->inline_data) {
+      announced = MemoryBlock{data, MemoryPool::size_class(storage->bytes)};
+      storage->accelerator->device_pool().expect_free(announced);
+      storage->free_announced = true;
+    }
+  }
   try {
     Engine& engine = Engine::owner(storage->var);
     if (storage->bytes >= kEarlyFreeBytes && storage->accelerator == nullptr) {
@@ -109,6 +123,8 @@ void release(Storage* storage) noexcept {
     });
   } catch (...) {
     // The engine refused the deletion: leaking beats freeing memory an op may still use.
+    if (announced.data != nullptr)
+      storage->accelerator->device_pool().cancel_expected_free(announced);
   }
 }
 
@@ -132,11 +148,33 @@ void* allocate_for(Storage& storage) {
 void free_for(Storage& storage, void* memory) noexcept {
   if (memory == nullptr || memory == storage.inline_data) return;
   if (storage.accelerator != nullptr) {
-    storage.accelerator->device_pool().free(
-        MemoryBlock{memory, MemoryPool::size_class(storage.bytes)});
+    const MemoryBlock block{memory, MemoryPool::size_class(storage.bytes)};
+    MemoryPool& pool = storage.accelerator->device_pool();
+    if (storage.free_announced) {
+      storage.free_announced = false;
+      pool.free_expected(block);
+    } else {
+      pool.free(block);
+    }
     return;
   }
   host_free(memory, storage.bytes);
+}
+
+// At creation, on the caller's thread: the one place where an allocation may wait for the
+// frees already queued on the device (see storage.h). Never from inside an op, where the free
+// it would wait for could be queued behind that op: there, and when the memory cannot be had
+// even after the frees, the first op that needs the memory allocates it (and reports the
+// failure).
+void allocate_device_memory(Storage& storage) noexcept {
+  MemoryPool& pool = storage.accelerator->device_pool();
+  try {
+    const MemoryBlock block =
+        inside_op() ? pool.allocate(storage.bytes) : pool.allocate_or_wait(storage.bytes);
+    storage.data.store(block.data, std::memory_order_release);
+  } catch (const std::exception&) {
+    // Left to the op, which fails with the same error at its launch.
+  }
 }
 
 }  // namespace
@@ -178,6 +216,7 @@ StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, cons
   storage->device = device;
   storage->accelerator = accelerator;
   storage->engine = &engine;
+  if (accelerator != nullptr && bytes > 0) allocate_device_memory(*storage);
   return StorageRef(storage);
 }
 

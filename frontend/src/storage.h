@@ -7,15 +7,23 @@
 //   engine.delete_var(var, deleter), and the deleter frees the memory and the object after every
 //   earlier op on the var has finished; every op that captured the pointer was pushed on the var
 //   while a handle still existed, so it comes earlier.
-// - The memory is allocated by the first op that needs it (data_or_allocate), on the worker that
-//   runs it, not when the array is created. A program that runs far ahead of its workers queues
-//   ops, not memory: memory is held from when work on it starts until its deleter.
+// - Host memory is allocated by the first op that needs it (data_or_allocate), on the worker
+//   that runs it, not when the array is created. A program that runs far ahead of its workers
+//   queues ops, not memory: memory is held from when work on it starts until its deleter.
 //
-// On an accelerator (sim(i), cuda(i)) the memory is a block of the device's MemoryPool. The block
-// goes back to the pool only in the deleter, which the engine runs once every op on the var has
-// finished on the device (their event fences included): a block is never reused while a stream
-// may still read or write it. An allocation that fails after the pool's release-and-retry throws
-// OutOfMemoryError inside the op that needed the memory, so it surfaces at the next sync point.
+// On an accelerator (sim(i), cuda(i)) the memory is a block of the device's MemoryPool, taken
+// when the array is created, on the caller's thread (create_storage). The block goes back to
+// the pool only in the deleter, which the engine runs once every op on the var has finished on
+// the device (their event fences included): a block is never reused while a stream may still
+// read or write it. Until then the pool counts it as a pending free (announced when the last
+// handle goes), and an allocation that finds the device full waits for pending frees before it
+// fails: freeing arrays and allocating right away never runs out of memory spuriously. That
+// wait happens only at creation outside any op (tandem::inside_op()): inside an op (an
+// accelerator op's launch function allocating, a user op creating arrays) the free it would
+// wait for may be queued behind that very op, so there it would deadlock. An allocation that
+// still fails leaves the memory to the first op that needs it, which retries once without
+// waiting and throws OutOfMemoryError, so the error surfaces at the next sync point like every
+// error of an op.
 #pragma once
 
 #include <atomic>
@@ -42,6 +50,9 @@ struct Storage {
   std::atomic<void*> data{nullptr};
   std::atomic<std::uint32_t> references{1};  // StorageRefs (handles and views)
   Storage* next_free = nullptr;              // link in the pool of unused Storage objects
+  // The device block's free is announced to its pool (MemoryPool::expect_free): the deleter
+  // frees it with free_expected. Set before delete_var, read by the deleter.
+  bool free_announced = false;
   alignas(64) unsigned char inline_data[kInlineBytes];
 
   // The memory, allocated on first use (concurrent readers of a never-written array may race
@@ -52,7 +63,8 @@ struct Storage {
   void free_data() noexcept;
 };
 
-// A new storage of `bytes` on `device` with a new var of `engine`, memory not yet allocated.
+// A new storage of `bytes` on `device` with a new var of `engine`. Host memory is not yet
+// allocated; device memory is, when it can be had (waiting for pending frees, see above).
 // Throws tandem::Error naming `op` when the device is not available, or when `bytes` is more
 // than the device's memory (a mistake worth reporting at the call, not later in an op; memory
 // that runs out because of other live arrays is reported by the op that needed it).

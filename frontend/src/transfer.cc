@@ -1,8 +1,10 @@
 #include "transfer.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 
+#include "access.h"
 #include "lazy_view.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
@@ -22,6 +24,29 @@ std::size_t byte_size(const NDArray& array) {
   return static_cast<std::size_t>(array.size()) * ops::dtype_size(array.dtype());
 }
 
+// A block of an accelerator's pinned pool that the stream items of one transfer share. It goes
+// back to the pool when the last item holding it is destroyed: after that item ran, or when the
+// stream skipped it (work downstream of a failed wait is skipped, and a free in a skipped item
+// would leak the block). Items are destroyed in stream order, so the block outlives the copy.
+class PinnedStage {
+ public:
+  PinnedStage(MemoryPool& pool, std::size_t bytes) : pool_(pool), block_(pool.allocate(bytes)) {}
+  ~PinnedStage() { pool_.free(block_); }
+  PinnedStage(const PinnedStage&) = delete;
+  PinnedStage& operator=(const PinnedStage&) = delete;
+
+  void* data() const { return block_.data; }
+
+ private:
+  MemoryPool& pool_;
+  MemoryBlock block_;
+};
+
+// The launch functions below follow the rule for accelerator ops (docs/design.md): at launch an
+// op's vars may still be written or read by device work queued earlier (a D2H op writes its host
+// array in a stream host item), so the launch only resolves pointers, allocates and enqueues; every
+// access to the arrays' bytes is stream work, which runs after the waits the engine enqueued for
+// the op.
 void push_host_to_device(const NDArray& source, const NDArray& destination, const char* op) {
   const DenseRef host = dense_ref(source), device = dense_ref(destination);
   const std::size_t bytes = byte_size(source);
@@ -31,15 +56,15 @@ void push_host_to_device(const NDArray& source, const NDArray& destination, cons
         void* to = device.resolve();
         const void* from = host.resolve();
         if (bytes == 0) return;
-        // The source is final here (its writers have finished), and pageable memory cannot be
-        // the source of an async copy: stage it now, copy from the stage later.
-        const MemoryBlock stage = pinned->allocate(bytes);
-        std::memcpy(stage.data, from, bytes);
+        // Pageable memory cannot be the source of an async copy: stage the host bytes in pinned
+        // memory, in stream order (the host array is final only once the waits have passed).
+        auto stage = std::make_shared<PinnedStage>(*pinned, bytes);
         Stream& stream = *ctx.stream();
-        stream.copy(to, stage.data, bytes);
-        stream.enqueue_host([pinned, stage] { pinned->free(stage); }, {});
+        stream.enqueue_host([stage, from, bytes] { std::memcpy(stage->data(), from, bytes); }, {});
+        stream.copy(to, stage->data(), bytes);
+        stream.enqueue_host([stage = std::move(stage)] {}, {});
       },
-      destination.device(), {source.var()}, {destination.var()},
+      destination.device(), WriteReads(destination, &source).list(), {destination.var()},
       {.name = op, .queue = Queue::copy_h2d});
 }
 
@@ -52,19 +77,16 @@ void push_device_to_host(const NDArray& source, const NDArray& destination, cons
         const void* from = device.resolve();
         void* to = host.resolve();
         if (bytes == 0) return;
-        const MemoryBlock stage = pinned->allocate(bytes);
+        auto stage = std::make_shared<PinnedStage>(*pinned, bytes);
         Stream& stream = *ctx.stream();
-        stream.copy(stage.data, from, bytes);
+        stream.copy(stage->data(), from, bytes);
         // In stream order, after the copy: the engine fences the destination's var with this
-        // op's event, so no host reader sees the array before this has run.
+        // op's event, so no reader (host or device) sees the array before this has run.
         stream.enqueue_host(
-            [pinned, stage, to, bytes] {
-              std::memcpy(to, stage.data, bytes);
-              pinned->free(stage);
-            },
-            {});
+            [stage = std::move(stage), to, bytes] { std::memcpy(to, stage->data(), bytes); }, {});
       },
-      source.device(), {source.var()}, {destination.var()}, {.name = op, .queue = Queue::copy_d2h});
+      source.device(), WriteReads(destination, &source).list(), {destination.var()},
+      {.name = op, .queue = Queue::copy_d2h});
 }
 
 void push_device_to_device(const NDArray& source, const NDArray& destination, const char* op) {
@@ -76,7 +98,7 @@ void push_device_to_device(const NDArray& source, const NDArray& destination, co
         void* dst = to.resolve();
         if (bytes > 0) ctx.stream()->copy(dst, src, bytes);
       },
-      destination.device(), {source.var()}, {destination.var()},
+      destination.device(), WriteReads(destination, &source).list(), {destination.var()},
       {.name = op, .queue = Queue::copy_d2d});
 }
 

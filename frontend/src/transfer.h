@@ -13,9 +13,10 @@ void check_transfer(const char* op, Device from, Device to);
 // Queues destination = source, bytes for bytes. Both contiguous, same shape and dtype, on
 // different devices that check_transfer accepts; the caller has checked all of that.
 //
-// cpu -> accelerator: the op (queue copy_h2d of the destination) stages the pageable host bytes
-//   into a block of the accelerator's pinned pool at launch, then enqueues the async copy and the
-//   return of the block after it.
+// cpu -> accelerator: the op (queue copy_h2d of the destination) enqueues, on that stream, the
+//   staging of the pageable host bytes into a block of the accelerator's pinned pool (a host
+//   item: the host array may still be written by device work queued before, e.g. a D2H op), the
+//   async copy out of the block, and the return of the block after it.
 // accelerator -> cpu: the op (queue copy_d2h of the source) enqueues the copy into a pinned
 //   block, then the copy out of it into the host array, on the same stream.
 // accelerator -> accelerator of the same kind: one peer copy on the destination's copy_d2d

@@ -1,10 +1,13 @@
 // Element-wise kernels on a gpu(i): the functors of tandem/ops/functors.h (the CPU's own) in a
 // grid-stride loop, a dense fast path when every operand is one gap-free run, else strided
 // addressing through StridedIndexer (stride 0 for broadcast dimensions).
+#include <memory>
+#include <string>
 #include <type_traits>
 
 #include "../src/cpu/functor_dispatch.h"  // op tag -> functor, shared with the CPU kernels
 #include "launch.cuh"
+#include "tandem/accel/accelerator.h"
 #include "tandem/ops/convert.h"
 #include "tandem/ops/cuda/elementwise.h"
 
@@ -64,6 +67,70 @@ __global__ void binary_strided_kernel(F f, const T* a, const T* b, T* out,
   }
 }
 
+// Integer division by a zero element, reported as the CPU reports it (ops/src/cpu/elementwise.cc)
+// without a device-to-host round trip per op: the kernel runs its functor through
+// FlagZeroDivisor, which raises a flag in device memory when a divisor is 0 (every writer stores
+// the same 1, so plain stores suffice). ZeroDivisorCheck copies the flag, in stream order, into
+// pinned host memory, and a host item after the copy throws the CPU's error text: it fails the
+// op's event like any kernel error, so the output is poisoned and the error surfaces at the
+// next sync point. The quotient the functor gives for a zero divisor (0) is never observable.
+template <class F>
+struct FlagZeroDivisor {
+  F f;
+  unsigned* flag;
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    if (b == T(0)) *flag = 1;
+    return f(a, b);
+  }
+};
+
+class ZeroDivisorCheck {
+ public:
+  // `divisor` names the operand checked, for the message.
+  ZeroDivisorCheck(const Launch& launch, tandem::Stream& stream, const ArrayView& divisor)
+      : launch_(launch),
+        stream_(stream),
+        flag_(launch, sizeof(unsigned)),
+        message_(std::string("tandem: divide: integer division by zero (") +
+                 dtype_name(divisor.dtype) + " divisor of shape " + divisor.shape.to_string() +
+                 " holds a 0)") {
+    check(cudaMemsetAsync(flag_.data(), 0, sizeof(unsigned), launch.stream()),
+          "divide (cudaMemsetAsync)", launch.device());
+  }
+  ZeroDivisorCheck(const ZeroDivisorCheck&) = delete;
+  ZeroDivisorCheck& operator=(const ZeroDivisorCheck&) = delete;
+
+  template <class F>
+  FlagZeroDivisor<F> wrap(F f) const {
+    return FlagZeroDivisor<F>{f, flag_.as<unsigned>()};
+  }
+
+  // After the kernel: the copy of the flag and the host item that reports it. The pinned block
+  // goes back to its pool when the item is destroyed, also when the stream skips it.
+  void report() {
+    MemoryPool& pinned = tandem::accelerator(stream_.device()).pinned_pool();
+    std::shared_ptr<unsigned> seen(
+        static_cast<unsigned*>(pinned.allocate(sizeof(unsigned)).data), [&pinned](unsigned* data) {
+          pinned.free(MemoryBlock{data, MemoryPool::size_class(sizeof(unsigned))});
+        });
+    check(cudaMemcpyAsync(seen.get(), flag_.data(), sizeof(unsigned), cudaMemcpyDeviceToHost,
+                          launch_.stream()),
+          "divide (cudaMemcpyAsync)", launch_.device());
+    stream_.enqueue_host(
+        [seen, message = message_] {
+          if (*seen != 0) throw Error(message);
+        },
+        {});
+  }
+
+ private:
+  const Launch& launch_;
+  tandem::Stream& stream_;
+  Scratch flag_;  // freed in stream order, after the copy that reads it
+  std::string message_;
+};
+
 // op(a, scalar) or op(scalar, a): the scalar travels by value, not through device memory.
 template <class T, class F, bool kScalarFirst>
 __global__ void binary_scalar_kernel(F f, const T* a, T scalar, T* out, StridedIndexer<2> indexer,
@@ -110,14 +177,23 @@ void binary(BinaryOp op, const ArrayView& a, const ArrayView& b, const ArrayView
         if (n == 0) return;
         Launch launch(stream, op_name(op));
         const auto indexer = make_indexer<3>(out.shape, {&a.strides, &b.strides, &out.strides});
-        if (indexer.dense()) {
-          binary_dense_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
-              f, a.typed<const T>(), b.typed<const T>(), out.typed<T>(), n);
+        const auto run = [&](auto functor) {
+          if (indexer.dense()) {
+            binary_dense_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+                functor, a.typed<const T>(), b.typed<const T>(), out.typed<T>(), n);
+          } else {
+            binary_strided_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+                functor, a.typed<const T>(), b.typed<const T>(), out.typed<T>(), indexer, n);
+          }
+          launch.launched();
+        };
+        if constexpr (std::is_integral_v<T> && std::is_same_v<F, functors::Divide>) {
+          ZeroDivisorCheck zero(launch, stream, b);
+          run(zero.wrap(f));
+          zero.report();
         } else {
-          binary_strided_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
-              f, a.typed<const T>(), b.typed<const T>(), out.typed<T>(), indexer, n);
+          run(f);
         }
-        launch.launched();
       } else {
         unsupported(op_name(op), out.dtype);
       }
@@ -143,14 +219,25 @@ void binary_scalar(BinaryOp op, const ArrayView& a, double scalar, bool scalar_f
           }
         }
         const auto indexer = make_indexer<2>(out.shape, {&a.strides, &out.strides});
-        if (scalar_first) {
-          binary_scalar_kernel<T, F, true><<<grid_for(n), kThreads, 0, launch.stream()>>>(
-              f, a.typed<const T>(), value, out.typed<T>(), indexer, n);
-        } else {
+        if (!scalar_first) {
           binary_scalar_kernel<T, F, false><<<grid_for(n), kThreads, 0, launch.stream()>>>(
               f, a.typed<const T>(), value, out.typed<T>(), indexer, n);
+          launch.launched();
+          return;
         }
-        launch.launched();
+        // scalar / a: the divisors are a's elements, known only on the device.
+        const auto run = [&]<class G>(G functor) {
+          binary_scalar_kernel<T, G, true><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+              functor, a.typed<const T>(), value, out.typed<T>(), indexer, n);
+          launch.launched();
+        };
+        if constexpr (std::is_integral_v<T> && std::is_same_v<F, functors::Divide>) {
+          ZeroDivisorCheck zero(launch, stream, a);
+          run(zero.wrap(f));
+          zero.report();
+        } else {
+          run(f);
+        }
       } else {
         unsupported(op_name(op), out.dtype);
       }

@@ -186,6 +186,65 @@ TEST_SUITE("engine.accel.memory_pool") {
     p.pool.free(again);
   }
 
+  TEST_CASE("out of memory tells bytes of live blocks from bytes whose free is queued") {
+    PoolWithBudget p(4 * MiB);
+    const tandem::MemoryBlock live = p.pool.allocate(1 * MiB);
+    const tandem::MemoryBlock leaving = p.pool.allocate(2 * MiB);
+    p.pool.expect_free(leaving);
+    CHECK(p.pool.stats().bytes_pending_free == 2 * MiB);
+    try {
+      (void)p.pool.allocate(2 * MiB);  // does not wait: the pending free does not count
+      FAIL("allocate should have thrown");
+    } catch (const tandem::OutOfMemoryError& e) {
+      const std::string message = e.what();
+      INFO(message);
+      CHECK(message.find(std::to_string(1 * MiB) + " bytes (1.0 MiB) in use by live arrays") !=
+            std::string::npos);
+      CHECK(message.find(std::to_string(2 * MiB) +
+                         " bytes (2.0 MiB) by freed arrays whose free waits for queued ops") !=
+            std::string::npos);
+    }
+    p.pool.free_expected(leaving);
+    CHECK(p.pool.stats().bytes_pending_free == 0);
+    p.pool.free(live);
+  }
+
+  TEST_CASE("allocate_or_wait waits for a pending free instead of failing") {
+    PoolWithBudget p(4 * MiB);
+    const tandem::MemoryBlock leaving = p.pool.allocate(3 * MiB);
+    p.pool.expect_free(leaving);
+    // Another thread frees the block, before or while the allocation waits: either way the
+    // allocation gets the memory.
+    std::thread freer([&] { p.pool.free_expected(leaving); });
+    const tandem::MemoryBlock block = p.pool.allocate_or_wait(3 * MiB);
+    freer.join();
+    CHECK(block.data != nullptr);
+    CHECK(p.pool.stats().bytes_pending_free == 0);
+    p.pool.free(block);
+    // With nothing pending it fails at once, like allocate.
+    const tandem::MemoryBlock held = p.pool.allocate(3 * MiB);
+    CHECK_THROWS_AS((void)p.pool.allocate_or_wait(3 * MiB), tandem::OutOfMemoryError);
+    // A cancelled announcement is not waited for either.
+    p.pool.expect_free(held);
+    p.pool.cancel_expected_free(held);
+    CHECK_THROWS_AS((void)p.pool.allocate_or_wait(3 * MiB), tandem::OutOfMemoryError);
+    p.pool.free(held);
+  }
+
+  TEST_CASE("allocate_or_wait waits for as many pending frees as it needs") {
+    PoolWithBudget p(4 * MiB);
+    std::vector<tandem::MemoryBlock> leaving;
+    for (int i = 0; i < 4; ++i) leaving.push_back(p.pool.allocate(1 * MiB));
+    for (const tandem::MemoryBlock& block : leaving) p.pool.expect_free(block);
+    std::thread freer([&] {
+      for (const tandem::MemoryBlock& block : leaving) p.pool.free_expected(block);
+    });
+    const tandem::MemoryBlock block = p.pool.allocate_or_wait(4 * MiB);
+    freer.join();
+    CHECK(block.data != nullptr);
+    p.pool.free(block);
+  }
+
   TEST_CASE("stats track bytes in use, cached, and the peak") {
     PoolWithBudget p(64 * MiB);
     const tandem::MemoryBlock a = p.pool.allocate(1000);  // class 1024

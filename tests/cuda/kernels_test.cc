@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -135,6 +136,48 @@ TEST_SUITE("cuda.kernels") {
     CHECK_THROWS_AS(ops::cuda::unary_dense(ops::UnaryOp::exp, DType::int32, i_in.data(),
                                            i_out.data(), 4, compute_stream()),
                     tandem::Error);
+  }
+
+  TEST_CASE("integer division by a zero element fails the stream with the CPU's error") {
+    if (!have_cuda("zero divisor")) return;
+    tandem::Stream& stream = compute_stream();
+    stream.synchronize();
+    const Shape shape{2, 3};
+    std::vector<std::int32_t> a_host{6, 6, 6, 6, 6, 6}, b_host{1, 2, 0, 3, 1, 2};
+    DeviceBuffer<std::int32_t> a(a_host), b(b_host), out(6);
+    std::vector<std::int32_t> expected(6);
+    const auto message_of = [](const auto& call) -> std::string {
+      try {
+        call();
+      } catch (const tandem::Error& e) {
+        return e.what();
+      }
+      return "(no error)";
+    };
+    const std::string cpu_message = message_of([&] {
+      ops::cpu::binary(ops::BinaryOp::divide, view(a_host.data(), shape),
+                       view(b_host.data(), shape), view(expected.data(), shape));
+    });
+    REQUIRE(cpu_message.find("integer division by zero") != std::string::npos);
+    // a / b, b holding a zero: the launch succeeds, the stream's next sync reports the error.
+    ops::cuda::binary(ops::BinaryOp::divide, view(a.data(), shape), view(b.data(), shape),
+                      view(out.data(), shape), stream);
+    CHECK(message_of([&] { stream.synchronize(); }) == cpu_message);
+    // 6 / b, the scalar first: the divisors are b's elements.
+    const std::string cpu_scalar_message = message_of([&] {
+      ops::cpu::binary_scalar(ops::BinaryOp::divide, view(b_host.data(), shape), 6.0, true,
+                              view(expected.data(), shape));
+    });
+    ops::cuda::binary_scalar(ops::BinaryOp::divide, view(b.data(), shape), 6.0, true,
+                             view(out.data(), shape), stream);
+    CHECK(message_of([&] { stream.synchronize(); }) == cpu_scalar_message);
+    // Without a zero: no error, the CPU's quotients.
+    ops::cuda::binary(ops::BinaryOp::divide, view(b.data(), shape), view(a.data(), shape),
+                      view(out.data(), shape), stream);
+    CHECK(message_of([&] { stream.synchronize(); }) == "(no error)");
+    ops::cpu::binary(ops::BinaryOp::divide, view(b_host.data(), shape), view(a_host.data(), shape),
+                     view(expected.data(), shape));
+    CHECK(out.read() == expected);
   }
 
   TEST_CASE("gemm matches the CPU for float, double (transposed operand) and int") {

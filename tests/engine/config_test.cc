@@ -3,6 +3,7 @@
 #include <stdlib.h>  // setenv, unsetenv (POSIX)
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -114,6 +115,100 @@ TEST_CASE("from_env rejects an unknown engine kind and names the choices") {
   CHECK(message.find("turbo") != std::string::npos);
   CHECK(message.find("threaded") != std::string::npos);
   CHECK(message.find("naive") != std::string::npos);
+}
+
+TEST_CASE("from_env trims surrounding whitespace from every value, before and after alike") {
+  for (const char* padding : {" ", "\t", "  \n"}) {
+    CAPTURE(padding);
+    const auto pad = [padding](const char* value, bool before) {
+      return before ? std::string(padding) + value : std::string(value) + padding;
+    };
+    for (bool before : {true, false}) {
+      CAPTURE(before);
+      const EngineConfig config = config_from({{"TANDEM_ENGINE", pad("naive", before)},
+                                               {"TANDEM_CPU_WORKERS", pad("2", before)},
+                                               {"TANDEM_PRIORITY_WORKERS", pad("3", before)},
+                                               {"TANDEM_MAX_OPS_IN_FLIGHT", pad("500", before)},
+                                               {"TANDEM_SPIN_US", pad("7", before)},
+                                               {"TANDEM_SHUTDOWN_TIMEOUT_MS", pad("9", before)},
+                                               {"TANDEM_LOG_LEVEL", pad("debug", before)},
+                                               {"TANDEM_SIM_DEVICES", pad("3", before)},
+                                               {"TANDEM_ACCEL_STREAMS", pad("4", before)},
+                                               {"TANDEM_SIM_GFLOPS", pad("2.5", before)},
+                                               {"TANDEM_SIM_MEMORY_MB", pad("64", before)},
+                                               {"TANDEM_ACCEL_SYNC", pad("on", before)}});
+      CHECK(config.kind == EngineKind::naive);
+      CHECK(config.cpu_workers == 2);
+      CHECK(config.priority_workers == 3);
+      CHECK(config.max_ops_in_flight == 500);
+      CHECK(config.spin_before_park == std::chrono::microseconds(7));
+      CHECK(config.shutdown_timeout == std::chrono::milliseconds(9));
+      CHECK(config.log_level == "debug");
+      CHECK(config.accel.sim_devices == 3);
+      CHECK(config.accel.compute_streams == 4);
+      CHECK(config.accel.sim_gflops == 2.5);
+      CHECK(config.accel.sim_memory_mb == 64);
+      CHECK(config.accel.synchronize_each_op);
+    }
+  }
+  // Only surrounding whitespace: inside a value it is still an error.
+  CHECK_THROWS_AS(config_from({{"TANDEM_CPU_WORKERS", "1 2"}}), tandem::Error);
+  CHECK_THROWS_AS(config_from({{"TANDEM_CPU_WORKERS", "   "}}), tandem::Error);
+}
+
+TEST_CASE("a bad environment value says what is accepted and how to get past it") {
+  const std::string engine_message = error_of([] {
+    config_from({{"TANDEM_CPU_WORKERS", "four"}});
+  });
+  CAPTURE(engine_message);
+  CHECK(engine_message.find("TANDEM_CPU_WORKERS='four'") != std::string::npos);
+  CHECK(engine_message.find("an integer in [0, 1024]") != std::string::npos);
+  CHECK(engine_message.find("unset it") != std::string::npos);
+  CHECK(engine_message.find("tandem::Engine::set_default(config)") != std::string::npos);
+  const std::string accel_message = error_of([] { config_from({{"TANDEM_SIM_DEVICES", "x"}}); });
+  CAPTURE(accel_message);
+  CHECK(accel_message.find("TANDEM_SIM_DEVICES='x'") != std::string::npos);
+  CHECK(accel_message.find("unset it") != std::string::npos);
+  CHECK(accel_message.find("tandem::configure_accelerators(config)") != std::string::npos);
+  for (const auto& [variable, value] :
+       std::map<std::string, std::string>{{"TANDEM_ENGINE", "turbo"},
+                                          {"TANDEM_LOG_LEVEL", "chatty"},
+                                          {"TANDEM_ACCEL_SYNC", "maybe"},
+                                          {"TANDEM_SIM_BUS_GBPS", "-3"}}) {
+    CAPTURE(variable);
+    const std::string message = error_of([&] { config_from({{variable, value}}); });
+    CAPTURE(message);
+    CHECK(message.find(variable + "='" + value + "'") != std::string::npos);
+    CHECK(message.find("unset it") != std::string::npos);
+  }
+}
+
+TEST_CASE("the accelerators read only their own variables, so a bad engine value spares them") {
+  ScopedEnv workers("TANDEM_CPU_WORKERS", "many");
+  CHECK_THROWS_AS(EngineConfig::from_env(), tandem::Error);
+  const tandem::AcceleratorConfig accel = tandem::AcceleratorConfig::from_env();
+  CHECK(accel.compute_streams >= 1);
+  // The engine side is fixed with a config built in code.
+  tandem::Engine::set_default(test_config(EngineKind::threaded));
+  CHECK(tandem::Engine::get().kind() == EngineKind::threaded);
+  tandem::Engine::set_default(EngineConfig{});
+}
+
+TEST_CASE("a push with a queue value outside tandem::Queue fails at push and names the op") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var v = engine.var();
+  bool ran = false;
+  const std::string message = error_of([&] {
+    engine->push([&ran] { ran = true; }, cpu(), {}, {v},
+                 {.name = "misqueued", .queue = static_cast<tandem::Queue>(99)});
+  });
+  CAPTURE(message);
+  CHECK(message.find("misqueued") != std::string::npos);
+  CHECK(message.find("queue value 99") != std::string::npos);
+  engine->wait_all();
+  CHECK_FALSE(ran);
+  CHECK(engine->stats().ops_pushed == 0);
 }
 
 TEST_CASE("creating an engine with an unknown log level fails clearly") {

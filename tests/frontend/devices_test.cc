@@ -2,6 +2,7 @@
 // gives the result it gives on the cpu; copies between every pair of devices; sync functions
 // and printing from any device; the device checks; and a device block going back to its pool
 // only after its last user has finished.
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -232,6 +233,37 @@ TEST_SUITE("frontend.devices") {
         CHECK(here.as_in_context(from).shares_storage_with(here));
         CHECK(here.as_in_context(to).device() == to);
       }
+    }
+  }
+
+  TEST_CASE("accelerator -> cpu -> accelerator with no sync in between reads the copied values") {
+    // The H2D copy is queued while the D2H copy that fills `host` still waits on its stream:
+    // the H2D op must read the host bytes in stream order, after that copy, not at its launch.
+    const std::int64_t n = scaled(8 << 20, 1 << 16);
+    for (Device device : accelerators()) {
+      for (int round = 0; round < 3; ++round) {
+        INFO(to_string(device) << ", round " << round);
+        const NDArray x = nd::full({n}, 3.0, nd::float32, device);
+        const NDArray host = x.copyto(cpu());
+        const NDArray back = host.copyto(device);
+        const std::vector<float> values = back.to_vector<float>();
+        CHECK(std::count(values.begin(), values.end(), 3.0f) == n);
+      }
+    }
+  }
+
+  TEST_CASE("cpu -> accelerator -> cpu: a later cpu write waits for the copy to read the array") {
+    const std::int64_t n = scaled(8 << 20, 1 << 16);
+    for (Device device : accelerators()) {
+      INFO(to_string(device));
+      NDArray host = nd::full({n}, 3.0, nd::float32, cpu());
+      const NDArray there = host.copyto(device);
+      host += 1.0;  // a cpu write after the H2D op's read of `host`
+      const NDArray again = there.copyto(cpu());
+      const std::vector<float> values = again.to_vector<float>();
+      CHECK(std::count(values.begin(), values.end(), 3.0f) == n);
+      const std::vector<float> updated = host.to_vector<float>();
+      CHECK(std::count(updated.begin(), updated.end(), 4.0f) == n);
     }
   }
 

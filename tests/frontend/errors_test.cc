@@ -1,5 +1,7 @@
 // Every mistake the call can see throws tandem::Error at the call, with a message that names
 // what was wrong; errors inside kernels surface at the next sync point.
+#include <algorithm>
+
 #include "frontend_test_util.h"
 
 namespace tandem::testing {
@@ -144,6 +146,78 @@ TEST_SUITE("frontend.errors") {
     w.assign(5.0);
     CHECK(w.to_vector<int>() == std::vector<int>{5, 5, 5});
     CHECK(std::isinf((nd::ones({1}) / 0).scalar<double>()));  // floats divide by zero into inf
+  }
+
+  TEST_CASE("a dtype value outside nd::DType is refused at the call, naming the value") {
+    const auto bad = static_cast<DType>(99);
+    check_error([&] { nd::zeros({2}, bad); }, {"zeros", "99 is not a dtype"});
+    check_error([&] { nd::empty({2}, bad); }, {"empty", "99 is not a dtype"});
+    check_error([&] { nd::full({2}, 1.0, bad); }, {"full", "99"});
+    check_error([&] { nd::arange(0, 4, 1, bad); }, {"arange", "99"});
+    check_error([&] { nd::ones({2}).astype(bad); }, {"astype", "99"});
+    const float values[2] = {1, 2};
+    check_error([&] { nd::from_host(values, 2, bad, {2}); }, {"from_vector", "99"});
+    check_error([&] { nd::random::uniform({2}, {.dtype = bad}); }, {"random.uniform", "99"});
+    check_error([&] { nd::zeros({2}, bad, sim(0)); }, {"zeros", "99"});
+  }
+
+  TEST_CASE("random parameters out of their domain are refused at the call") {
+    check_error([] { nd::random::uniform(2.0, 1.0, {3}); },
+                {"random.uniform", "low must not exceed high", "2.000000", "1.000000"});
+    check_error([] { nd::random::uniform(0.0, INFINITY, {3}); }, {"random.uniform", "finite"});
+    check_error([] { nd::random::uniform({3}, {.low = NAN}); }, {"random.uniform", "finite"});
+    check_error([] { nd::random::normal(0.0, -1.0, {3}); },
+                {"random.normal", "stddev must be at least 0", "-1.000000"});
+    check_error([] { nd::random::normal(NAN, 1.0, {3}); }, {"random.normal", "finite"});
+    check_error([] { nd::random::normal({3}, {.stddev = INFINITY, .device = sim(0)}); },
+                {"random.normal", "finite"});
+    // The edges are fine: an empty interval gives low, a zero deviation gives the mean.
+    CHECK(nd::random::uniform(1.5, 1.5, {4}).to_vector<float>() == std::vector<float>(4, 1.5f));
+    CHECK(nd::random::normal(2.0, 0.0, {4}).to_vector<float>() == std::vector<float>(4, 2.0f));
+  }
+
+  TEST_CASE("a write into part of a poisoned array keeps the whole array poisoned") {
+    std::vector<Device> devices{cpu()};
+    for (int i = 0; i < std::min(2, device_count(DeviceKind::sim)); ++i) devices.push_back(sim(i));
+    for (Device device : devices) {
+      INFO(to_string(device));
+      const NDArray num = nd::full({4, 3}, 6, nd::int32, device);
+      const NDArray zeros = nd::zeros({4, 3}, nd::int32, device);
+      NDArray r = num / zeros;  // fails: r's memory holds whatever it held before
+      r.slice(0, 1).assign(5.0);
+      r[2].assign(nd::ones({3}, nd::int32, device));
+      nd::ones({1, 3}, nd::int32).copyto(r.slice(3, 4));  // a transfer into a part
+      r.T().slice(1, 2).assign(1.0);                      // a strided part
+      check_error([&] { r.to_vector<int>(); }, {"divide", "integer division by zero"});
+      check_error([&] { r.slice(0, 1).to_vector<int>(); }, {"divide"});
+      try {
+        nd::waitall();
+      } catch (const Error&) {
+      }
+      // A write of the whole storage, through any view that covers it, clears the poison.
+      r.T().assign(nd::full({3, 4}, 2, nd::int32, device));
+      CHECK(r.to_vector<int>() == std::vector<int>(12, 2));
+      r.slice(0, 1).assign(5.0);
+      CHECK(r.to_vector<int>() == std::vector<int>{5, 5, 5, 2, 2, 2, 2, 2, 2, 2, 2, 2});
+    }
+  }
+
+  TEST_CASE("an empty array reads as zeros, never as the values of a freed array") {
+    std::vector<Device> devices{cpu()};
+    for (int i = 0; i < std::min(2, device_count(DeviceKind::sim)); ++i) devices.push_back(sim(i));
+    const std::int64_t n = 1 << 16;  // large enough for the host pool's cache of blocks
+    for (Device device : devices) {
+      INFO(to_string(device));
+      for (int round = 0; round < 3; ++round) {
+        {
+          const NDArray old = nd::full({n}, 7.0, nd::float32, device);
+          old.wait_to_read();
+        }
+        nd::waitall();  // the old block is back in its pool
+        const std::vector<float> values = nd::empty({n}, nd::float32, device).to_vector<float>();
+        CHECK(std::count(values.begin(), values.end(), 0.0f) == n);
+      }
+    }
   }
 
 }  // TEST_SUITE

@@ -1,6 +1,8 @@
 // split_and_load and allreduce (tandem/nd/multi_device.h) over sim(0), sim(1), the cpu, and
 // cuda(0) when there is one: the parts and the sums equal a host reference, every device gets
 // the same values, and bad input is refused at the call with a message naming what was wrong.
+#include <algorithm>
+
 #include "frontend_test_util.h"
 
 namespace tandem::testing {
@@ -76,6 +78,26 @@ TEST_SUITE("frontend.multi_device") {
       CHECK(arrays[i].device() == devices[i]);
       check_matches(arrays[i], expected, "sum on " + to_string(devices[i]));
       CHECK(arrays[i].to_vector<double>() == first);
+    }
+  }
+
+  TEST_CASE("two allreduce calls over an accelerator and the cpu back to back give 4") {
+    // The second call's H2D copy of the cpu array must read what the first call's D2H copy
+    // wrote: both are queued before either has run.
+    if (device_count(DeviceKind::sim) == 0) {
+      MESSAGE("SKIPPED: no sim device");
+      return;
+    }
+    const std::int64_t n = scaled(1 << 20, 1 << 14);
+    for (int round = 0; round < 3; ++round) {
+      INFO("round " << round);
+      const std::vector<NDArray> arrays{nd::ones({n}, sim(0)), nd::ones({n}, cpu())};
+      nd::allreduce(arrays);
+      nd::allreduce(arrays);
+      for (const NDArray& array : arrays) {
+        const std::vector<float> values = array.to_vector<float>();
+        CHECK(std::count(values.begin(), values.end(), 4.0f) == n);
+      }
     }
   }
 

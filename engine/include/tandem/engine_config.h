@@ -33,6 +33,11 @@ struct AcceleratorConfig {
   // Debug/benchmark mode: every accelerator op synchronizes its stream before it completes,
   // instead of completing at launch with event fences on its vars.
   bool synchronize_each_op = false;
+
+  // Defaults overridden by the accelerator variables only (TANDEM_SIM_*, TANDEM_ACCEL_*): what
+  // the accelerator registry reads when configure_accelerators was not called. Throws
+  // tandem::Error naming the variable when a value does not parse.
+  static AcceleratorConfig from_env();
 };
 
 struct EngineConfig {
@@ -55,8 +60,9 @@ struct EngineConfig {
   // spdlog level name: trace, debug, info, warn, error, critical, off.
   std::string log_level = "warn";
 
-  // Defaults overridden by TANDEM_* environment variables; throws tandem::Error naming the
-  // variable when a value does not parse.
+  // Defaults overridden by TANDEM_* environment variables (values trimmed of surrounding
+  // whitespace); throws tandem::Error naming the variable, its value, the accepted values and
+  // how to get past it when a value does not parse.
   static EngineConfig from_env();
   // The same, reading from `getenv` (exposed for tests).
   static EngineConfig from_env(const char* (*getenv)(const char*));

@@ -38,7 +38,9 @@ Registry& registry() {
 
 // Call with the registry's mutex held.
 const AcceleratorConfig& config_locked(Registry& r) {
-  if (!r.config) r.config = EngineConfig::from_env().accel;
+  // Only the accelerator variables: a bad engine variable is the engine's error, and
+  // Engine::set_default(config) gets past it without making every device call fail.
+  if (!r.config) r.config = AcceleratorConfig::from_env();
   return *r.config;
 }
 

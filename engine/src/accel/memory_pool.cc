@@ -55,8 +55,7 @@ std::size_t MemoryPool::size_class(std::size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-MemoryBlock MemoryPool::allocate(std::size_t bytes) {
-  if (bytes == 0) return {};
+MemoryBlock MemoryPool::try_allocate(std::size_t bytes) {
   const std::size_t size = size_class(bytes);
   {
     std::lock_guard lock(mutex_);
@@ -82,14 +81,7 @@ MemoryBlock MemoryPool::allocate(std::size_t bytes) {
     release_cached();
     data = raw_->allocate(size);
   }
-  if (data == nullptr) {
-    const MemoryPoolStats now = stats();
-    throw OutOfMemoryError(device_, bytes,
-                           what_ + " exhausted after releasing the cache (" +
-                               describe_bytes(now.bytes_in_use) +
-                               " in use by live arrays, size class " + describe_bytes(size) +
-                               "); free arrays, sync more often, or use smaller batches");
-  }
+  if (data == nullptr) return {};
   std::lock_guard lock(mutex_);
   ++stats_.raw_allocations;
   stats_.bytes_in_use += size;
@@ -97,22 +89,107 @@ MemoryBlock MemoryPool::allocate(std::size_t bytes) {
   return {data, size};
 }
 
+void MemoryPool::throw_out_of_memory(std::size_t bytes) const {
+  const MemoryPoolStats now = stats();
+  const std::size_t live =
+      now.bytes_in_use > now.bytes_pending_free ? now.bytes_in_use - now.bytes_pending_free : 0;
+  throw OutOfMemoryError(
+      device_, bytes,
+      what_ + " exhausted after releasing the cache (size class " +
+          describe_bytes(size_class(bytes)) + "; " + describe_bytes(live) +
+          " in use by live arrays, " + describe_bytes(now.bytes_pending_free) +
+          " by freed arrays whose free waits for queued ops); free arrays, sync more often, or "
+          "use smaller batches");
+}
+
+MemoryBlock MemoryPool::allocate(std::size_t bytes) {
+  if (bytes == 0) return {};
+  const MemoryBlock block = try_allocate(bytes);
+  if (block.data == nullptr) throw_out_of_memory(bytes);
+  return block;
+}
+
+MemoryBlock MemoryPool::allocate_or_wait(std::size_t bytes) {
+  if (bytes == 0) return {};
+  for (;;) {
+    std::uint64_t seen = 0;
+    {
+      std::lock_guard lock(mutex_);
+      seen = expected_freed_;
+    }
+    const MemoryBlock block = try_allocate(bytes);
+    if (block.data != nullptr) return block;
+    std::unique_lock lock(mutex_);
+    // A pending free that happened since the attempt: its block is back, retry at once.
+    if (expected_freed_ != seen) continue;
+    if (stats_.bytes_pending_free == 0) break;
+    // Memory is coming back: wait for the next pending free, then try again. Each round sees
+    // one more block back, so the loop ends.
+    ++stats_.waits_for_frees;
+    freed_.wait(lock, [&] { return expected_freed_ != seen; });
+  }
+  throw_out_of_memory(bytes);
+}
+
+void MemoryPool::expect_free(MemoryBlock block) noexcept {
+  if (block.data == nullptr) return;
+  std::lock_guard lock(mutex_);
+  stats_.bytes_pending_free += block.bytes;
+}
+
+bool MemoryPool::cache_locked(MemoryBlock block) noexcept {
+  stats_.bytes_in_use -= block.bytes;
+  try {
+    cached_[block.bytes].push_back(block.data);
+    stats_.bytes_cached += block.bytes;
+    return true;
+  } catch (...) {
+    return false;  // no room to remember the block: the caller returns it to the raw allocator
+  }
+}
+
 void MemoryPool::free(MemoryBlock block) noexcept {
   if (block.data == nullptr) return;
   {
     std::lock_guard lock(mutex_);
-    stats_.bytes_in_use -= block.bytes;
-    try {
-      cached_[block.bytes].push_back(block.data);
-      stats_.bytes_cached += block.bytes;
-      return;
-    } catch (...) {
-      // No room to remember the block: return it to the raw allocator below.
-    }
+    if (cache_locked(block)) return;
   }
   raw_->deallocate(block.data, block.bytes);
   std::lock_guard lock(mutex_);
   ++stats_.raw_frees;
+}
+
+void MemoryPool::cancel_expected_free(MemoryBlock block) noexcept {
+  if (block.data == nullptr) return;
+  {
+    std::lock_guard lock(mutex_);
+    stats_.bytes_pending_free -= block.bytes;
+    ++expected_freed_;  // waiters look again: if nothing else is pending, they give up
+  }
+  freed_.notify_all();
+}
+
+// A waiter retries once expected_freed_ moves, so it moves only once the block can be had
+// again: in the cache, or back with the raw allocator.
+void MemoryPool::free_expected(MemoryBlock block) noexcept {
+  if (block.data == nullptr) return;
+  bool cached = false;
+  {
+    std::lock_guard lock(mutex_);
+    cached = cache_locked(block);
+    if (cached) {
+      stats_.bytes_pending_free -= block.bytes;
+      ++expected_freed_;
+    }
+  }
+  if (!cached) {
+    raw_->deallocate(block.data, block.bytes);
+    std::lock_guard lock(mutex_);
+    ++stats_.raw_frees;
+    stats_.bytes_pending_free -= block.bytes;
+    ++expected_freed_;
+  }
+  freed_.notify_all();
 }
 
 void MemoryPool::release_cached() noexcept {

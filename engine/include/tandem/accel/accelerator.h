@@ -49,7 +49,7 @@ int accelerator_count(DeviceKind kind);
 // and the count when it does not exist (or is the cpu).
 Accelerator& accelerator(Device device);
 // Sets the configuration the accelerators are created with. Must come before the first call to
-// accelerator(); by default they use EngineConfig::from_env().accel. Throws tandem::Error if an
+// accelerator(); by default they use AcceleratorConfig::from_env(). Throws tandem::Error if an
 // accelerator already exists.
 void configure_accelerators(const AcceleratorConfig& config);
 

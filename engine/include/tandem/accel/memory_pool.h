@@ -14,10 +14,16 @@
 //   has finished (in tandem, freeing is a write op on the array's var), so no stream tracking
 //   is needed.
 // - Out of memory: release every cached block back to the raw allocator, retry once, then throw
-//   OutOfMemoryError naming the device and the size.
+//   OutOfMemoryError naming the device and the size, and telling the bytes of live blocks from
+//   those whose free is already queued.
+// - Pending frees: a block whose free is queued behind ops that still use it (an array's last
+//   handle is gone, its deleter has not run yet) is announced with `expect_free` and freed with
+//   `free_expected`. `allocate_or_wait` waits for such frees before it gives up, so memory that
+//   is about to come back never makes an allocation fail.
 // - Thread-safe.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -61,10 +67,12 @@ class RawAllocator {
 struct MemoryPoolStats {
   std::uint64_t raw_allocations = 0;  // calls to the raw allocator that succeeded
   std::uint64_t raw_frees = 0;
-  std::uint64_t cache_hits = 0;   // requests served from the cache
-  std::uint64_t oom_retries = 0;  // times the cache was emptied to retry an allocation
-  std::size_t bytes_in_use = 0;   // handed out and not freed
-  std::size_t bytes_cached = 0;   // freed, kept for reuse
+  std::uint64_t cache_hits = 0;        // requests served from the cache
+  std::uint64_t oom_retries = 0;       // times the cache was emptied to retry an allocation
+  std::size_t bytes_in_use = 0;        // handed out and not freed (pending frees included)
+  std::size_t bytes_pending_free = 0;  // in use, announced by expect_free, not freed yet
+  std::size_t bytes_cached = 0;        // freed, kept for reuse
+  std::uint64_t waits_for_frees = 0;   // times allocate_or_wait waited for a pending free
   std::size_t peak_bytes_in_use = 0;
 };
 
@@ -77,7 +85,19 @@ class MemoryPool {
 
   // Zero bytes gives a null block. Throws OutOfMemoryError after the release-and-retry.
   MemoryBlock allocate(std::size_t bytes);
+  // allocate(), but when memory is short while frees are pending, waits for the next pending
+  // free and retries, until the allocation succeeds or no free is pending; then throws
+  // OutOfMemoryError. It blocks until queued ops have run: never call it from inside an op
+  // (tandem::inside_op()), where the free it waits for may be queued behind the caller.
+  MemoryBlock allocate_or_wait(std::size_t bytes);
   void free(MemoryBlock block) noexcept;
+  // `block` (in use) will be freed with free_expected by an op already queued.
+  void expect_free(MemoryBlock block) noexcept;
+  // Frees a block announced with expect_free, and wakes allocate_or_wait.
+  void free_expected(MemoryBlock block) noexcept;
+  // The free announced for `block` will not happen after all (the block stays in use, e.g.
+  // leaked because the engine refused the deletion): stop counting it as pending.
+  void cancel_expected_free(MemoryBlock block) noexcept;
   // Returns every cached block to the raw allocator.
   void release_cached() noexcept;
   MemoryPoolStats stats() const;
@@ -89,8 +109,17 @@ class MemoryPool {
   const std::string what_;  // "device memory", "pinned host memory"
   std::unique_ptr<RawAllocator> raw_;
   mutable std::mutex mutex_;
+  // nullptr when the raw allocator has no memory left even after releasing the cache.
+  MemoryBlock try_allocate(std::size_t bytes);
+  [[noreturn]] void throw_out_of_memory(std::size_t bytes) const;
+  // Takes the block out of use and into the cache; false when the cache had no room (the
+  // caller then returns it to the raw allocator). Under mutex_.
+  bool cache_locked(MemoryBlock block) noexcept;
+
   std::unordered_map<std::size_t, std::vector<void*>> cached_;  // size class -> free blocks
   MemoryPoolStats stats_;
+  std::condition_variable freed_;     // signalled by free_expected
+  std::uint64_t expected_freed_ = 0;  // free_expected calls so far, under mutex_
 };
 
 }  // namespace tandem

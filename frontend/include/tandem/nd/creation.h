@@ -19,7 +19,8 @@
 
 namespace tandem::nd {
 
-// Uninitialized values.
+// An array to be written later. Its values are zeros until then: tandem never shows memory
+// that no op wrote (it could hold the values of an unrelated freed array).
 NDArray empty(Shape shape, DType dtype = float32, Device device = cpu());
 NDArray empty(Shape shape, Device device);
 NDArray zeros(Shape shape, DType dtype = float32, Device device = cpu());

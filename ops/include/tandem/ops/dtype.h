@@ -24,6 +24,11 @@ constexpr std::size_t dtype_size(DType dtype) {
   return 0;
 }
 
+// False for a value outside the enumeration (e.g. static_cast<DType>(99)).
+constexpr bool is_valid(DType dtype) {
+  return static_cast<std::uint8_t>(dtype) <= static_cast<std::uint8_t>(DType::int64);
+}
+
 constexpr bool is_floating(DType dtype) {
   return dtype == DType::float32 || dtype == DType::float64;
 }

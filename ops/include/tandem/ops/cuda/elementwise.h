@@ -2,9 +2,10 @@
 // functors (tandem/ops/functors.h) in a grid-stride loop over strided views (0 strides for
 // broadcast dimensions). Same contract as the CPU forms, enqueued on `stream`.
 //
-// One difference: an integer division by zero yields 0 (the functor's value) instead of the
-// CPU's error, since finding the zero would need a device-to-host round trip per op; the front
-// end checks divisors it knows on the host.
+// An integer division by a zero element fails the op with the CPU's error text, like every
+// other device: the kernel raises a device-side flag, which a stream host item after the kernel
+// reads (copied to pinned memory in stream order) and turns into the error, so no op waits for
+// the device. A zero scalar divisor is reported at launch.
 #pragma once
 
 #include <cstdint>
