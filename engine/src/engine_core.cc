@@ -17,8 +17,6 @@ namespace {
 
 const ErrorRef kNoError;  // the outcome of an op that succeeded
 
-constinit thread_local OpRecord* tls_current_op TANDEM_FAST_TLS = nullptr;
-
 std::string describe(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
@@ -160,9 +158,7 @@ void check_device(Device device, const OpProps& props) {
 
 }  // namespace
 
-OpRecord* current_op() noexcept {
-  return tls_current_op;
-}
+constinit thread_local OpRecord* tls_current_op TANDEM_FAST_TLS = nullptr;
 
 namespace {
 thread_local bool tls_gave_completion = false;  // not on the hot path: the default TLS model

@@ -14,6 +14,7 @@
 
 #include "device_work.h"
 #include "error_record.h"
+#include "fast_tls.h"
 #include "tandem/engine.h"
 #include "var_state.h"
 
@@ -24,7 +25,11 @@ std::exception_ptr wrap_op_error(const std::string& op_name, Device device,
                                  std::exception_ptr error);
 
 // The op running on this thread, if any (ops can nest when a naive engine runs a push inline).
-OpRecord* current_op() noexcept;
+// Inline: the threaded engine's push reads it.
+extern constinit thread_local OpRecord* tls_current_op TANDEM_FAST_TLS;
+inline OpRecord* current_op() noexcept {
+  return tls_current_op;
+}
 // True once this thread has invoked (or dropped) a Completion: it completes async ops.
 bool gave_a_completion() noexcept;
 void note_completion_given() noexcept;

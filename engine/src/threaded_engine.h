@@ -57,6 +57,10 @@ class ThreadedEngine final : public EngineCore {
   void settle_device_work(std::uint64_t pushed_before);
   // Backpressure, then the op's push ticket (push sequence and wait_all epoch).
   void take_ticket(OpRecord* op);
+  // Blocks while the bound is reached (not inside an op).
+  [[gnu::noinline]] void check_room();
+  [[gnu::cold, gnu::noinline]] void join_parent_epoch(OpRecord* op,
+                                                      const OpRecord* parent) noexcept;
   // True on every `room_check_interval_`-th submission of the calling thread.
   bool due_for_room_check() noexcept;
   void enqueue_on_vars(OpRecord* op);
@@ -111,7 +115,12 @@ class ThreadedEngine final : public EngineCore {
   std::atomic<std::uint64_t> drain_target_[2] = {kNoTarget, kNoTarget};
   std::atomic<std::int64_t> parity_adjust_[2] = {0, 0};
   // True when `completed` ops of epoch parity `parity` are all a waiting wait_all waits for.
-  bool drained(int parity, std::uint64_t completed) const;
+  bool drained(int parity, std::uint64_t completed) const {
+    const std::uint64_t base = drain_target_[parity].load(std::memory_order_seq_cst);
+    if (base == kNoTarget) return false;
+    const std::int64_t adjust = parity_adjust_[parity].load(std::memory_order_seq_cst);
+    return static_cast<std::int64_t>(completed - base) >= adjust;
+  }
   // wait_all's epochs: one call at a time opens and drains one (guards the two fields below).
   std::mutex epoch_mutex_;
   std::uint64_t pushed_in_parity_[2] = {0, 0};  // ops pushed in the epochs of each parity
