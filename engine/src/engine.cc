@@ -77,9 +77,18 @@ class EngineFacade final : public Engine {
   EngineKind kind() const override { return core().config().kind; }
   const EngineConfig& config() const override { return core().config(); }
   Var new_var() override { return core().new_var(); }
-  void wait_for_var(Var var) override { core().wait_for_var(var); }
-  void wait_to_write(Var var) override { core().wait_to_write(var); }
-  void wait_all() override { core().wait_all(); }
+  void wait_for_var(Var var) override { core().wait_for_var(var, detail::kNoDeadline); }
+  void wait_to_write(Var var) override { core().wait_to_write(var, detail::kNoDeadline); }
+  void wait_all() override { core().wait_all(detail::kNoDeadline); }
+  void wait_for_var(Var var, std::chrono::milliseconds timeout) override {
+    core().wait_for_var(var, detail::deadline_after(timeout));
+  }
+  void wait_to_write(Var var, std::chrono::milliseconds timeout) override {
+    core().wait_to_write(var, detail::deadline_after(timeout));
+  }
+  void wait_all(std::chrono::milliseconds timeout) override {
+    core().wait_all(detail::deadline_after(timeout));
+  }
   EngineStats stats() const override { return core().stats(); }
 
  protected:
@@ -277,7 +286,7 @@ Completion RunContext::take_completion() {
   }
   op_->completion_taken = true;
   op_->completion_refs.store(2, std::memory_order_relaxed);
-  op_->sink->on_completion_taken();
+  op_->sink->on_completion_taken(op_);
   return Completion(op_);
 }
 
@@ -304,7 +313,7 @@ void Completion::finish(std::exception_ptr error) {
   op->completion_error = std::move(error);
   detail::CompletionSink* sink =
       op->sink;  // the record may be recycled once its reference is dropped
-  sink->on_completion_given();
+  sink->on_completion_given(op);
   if (op->completion_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) sink->complete(op);
 }
 

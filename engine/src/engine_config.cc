@@ -160,6 +160,10 @@ EngineConfig EngineConfig::from_env(const char* (*getenv)(const char*)) {
     config.shutdown_timeout = std::chrono::milliseconds(
         parse_integer(part, "TANDEM_SHUTDOWN_TIMEOUT_MS", v, 0, 1LL << 40));
   }
+  if (const char* v = getenv("TANDEM_WAIT_WARN_S")) {
+    config.wait_warn_after =
+        std::chrono::seconds(parse_integer(part, "TANDEM_WAIT_WARN_S", v, 0, 1LL << 30));
+  }
   if (const char* v = getenv("TANDEM_LOG_LEVEL")) config.log_level = parse_log_level(v);
   if (const char* v = getenv("TANDEM_PROFILE")) config.profile_path = trimmed(v);
   config.accel = read_accelerator_config(getenv);

@@ -15,6 +15,7 @@
 #include "device_work.h"
 #include "error_record.h"
 #include "fast_tls.h"
+#include "logging.h"
 #include "tandem/engine.h"
 #include "var_state.h"
 
@@ -44,6 +45,23 @@ class DeviceWorkTracker {
   ~DeviceWorkTracker() = default;
 };
 
+// When a wait gives up.
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+inline Deadline deadline_after(std::chrono::milliseconds timeout) {
+  const auto now = std::chrono::steady_clock::now();
+  return timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(kNoDeadline - now)
+             ? kNoDeadline
+             : now + timeout;
+}
+
+// Waits on `wait_until(deadline)` in steps: each time `warn_after` passes it calls `warn(total
+// waited)`; at `deadline` it throws TimeoutError(describe()). `wait_until` returns true once the
+// condition holds. `warn_after` of 0 means never.
+template <class WaitUntil, class Describe>
+void wait_with_report(WaitUntil&& wait_until, Deadline deadline,
+                      std::chrono::milliseconds warn_after, const char* call, Describe&& describe);
+
 class EngineCore : public CompletionSink {
  public:
   explicit EngineCore(EngineConfig config) : config_(std::move(config)) {}
@@ -60,13 +78,15 @@ class EngineCore : public CompletionSink {
   void execute(OpRecord* op, int worker) noexcept;
   // Called by Completion when an async op's completion and body have both ended.
   void complete(OpRecord* op) noexcept override;
-  void on_completion_taken() noexcept override {
-    completions_outstanding_.fetch_add(1, std::memory_order_relaxed);
-  }
-  void on_completion_given() noexcept override {
-    note_completion_given();
-    completions_outstanding_.fetch_sub(1, std::memory_order_relaxed);
-  }
+  void on_completion_taken(const OpRecord* op) noexcept override;
+  void on_completion_given(const OpRecord* op) noexcept override;
+
+  // What a blocked wait waits for, for its warning and its TimeoutError (wait_report.cc).
+  // The var's holder and the ops queued ahead, then, for a few steps, what the holder waits
+  // for; async ops waiting for their Completion are named as such.
+  std::string describe_var_wait(VarState* var, bool for_write);
+  // The async ops waiting for their Completion ("" if none).
+  std::string describe_pending_completions();
 
   // Accelerator ops (device_ops.cc). Launches a ready accelerator op on `stream`: makes the
   // stream wait for its vars' fences, runs its body (which enqueues work on the stream), then
@@ -85,9 +105,10 @@ class EngineCore : public CompletionSink {
   virtual void submit(OpRecord* op, Device device, VarList reads, VarList writes,
                       const OpProps& props) = 0;
   virtual void submit_delete(OpRecord* op, Var var) = 0;
-  virtual void wait_for_var(Var var) = 0;
-  virtual void wait_to_write(Var var) = 0;
-  virtual void wait_all() = 0;
+  // Waits give up at `deadline` (kNoDeadline: never) with TimeoutError.
+  virtual void wait_for_var(Var var, Deadline deadline) = 0;
+  virtual void wait_to_write(Var var, Deadline deadline) = 0;
+  virtual void wait_all(Deadline deadline) = 0;
   virtual EngineStats stats() const = 0;
   // Finishes every pending op; false if some were still running after `timeout`.
   virtual bool shutdown(std::chrono::milliseconds timeout) = 0;
@@ -131,8 +152,11 @@ class EngineCore : public CompletionSink {
     return ops_pushed_.load(std::memory_order_seq_cst) & kSequenceMask;
   }
 
-  // Async ops whose Completion is out and not yet invoked.
+  // Async ops whose Completion is out and not yet invoked: how many, and which (for wait
+  // reports; touched only by async ops, under its mutex).
   std::atomic<int> completions_outstanding_{0};
+  std::mutex pending_completions_mutex_;
+  std::vector<const OpRecord*> pending_completions_;
 
   // Push tickets, taken by pushing threads only; on its own cache line so that workers, which
   // read the engine's vtable and config on every op, never miss on it.
@@ -166,5 +190,26 @@ class EngineCore : public CompletionSink {
   // Guards the resolution state of DeviceWork (error paths only).
   std::mutex device_errors_mutex_;
 };
+
+template <class WaitUntil, class Describe>
+void wait_with_report(WaitUntil&& wait_until, Deadline deadline,
+                      std::chrono::milliseconds warn_after, const char* call, Describe&& describe) {
+  using std::chrono::steady_clock;
+  const auto start = steady_clock::now();
+  Deadline next_warn = warn_after.count() > 0 ? deadline_after(warn_after) : kNoDeadline;
+  for (;;) {
+    if (wait_until(std::min(deadline, next_warn))) return;
+    const auto now = steady_clock::now();
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
+    if (now >= deadline) {
+      throw TimeoutError(std::string("tandem: ") + call + " timed out after " +
+                         std::to_string(waited) + " ms: " + describe());
+    }
+    if (now >= next_warn) {
+      log().warn("{} still blocked after {} ms: {}", call, waited, describe());
+      next_warn = now + warn_after;
+    }
+  }
+}
 
 }  // namespace tandem::detail

@@ -74,16 +74,31 @@ void NaiveEngine::run_one(OpRecord* op) {
     awaiting_completion_ = true;
   }
   turn_.notify_all();
-  finished.wait();
+  // The push itself waits here: it has no timeout, but the watchdog reports it.
+  const std::string name = op->props.name;
+  const std::string device = to_string(op->device);
+  wait_with_report([&](Deadline until) { return finished.wait_until(until); }, kNoDeadline,
+                   config().wait_warn_after, "push (naive engine)",
+                   [&] {
+                     return "async op '" + name + "' on " + device +
+                            " waits for its Completion to be invoked";
+                   });
   std::lock_guard lock(mutex_);
   awaiting_completion_ = false;
 }
 
-template <class Body>
-auto NaiveEngine::when_idle(Body body) {
-  std::unique_lock lock(mutex_);
-  turn_.wait(lock, [this] { return !running_; });
-  return body();
+template <class Condition>
+void NaiveEngine::wait_for_turn(std::unique_lock<std::mutex>& lock, Condition condition,
+                                Deadline deadline, const char* call) {
+  wait_with_report([&](Deadline until) { return turn_.wait_until(lock, until, condition); },
+                   deadline, config().wait_warn_after, call,
+                   [&] {
+                     // Called with the lock held: only the fields it guards are read.
+                     return std::string("another thread runs ops on this engine") +
+                            (awaiting_completion_
+                                 ? ", and waits for an async op's Completion to be invoked"
+                                 : "");
+                   });
 }
 
 void NaiveEngine::release(OpRecord* op) noexcept {
@@ -94,14 +109,20 @@ void NaiveEngine::release(OpRecord* op) noexcept {
   finished->set();
 }
 
-void NaiveEngine::wait(Var var, const char* call) {
+void NaiveEngine::wait(Var var, const char* call, Deadline deadline) {
   check_not_inside_op(call);
   VarState* state = checked_state(var, call);
-  const ErrorRef poison = when_idle([state] { return state->poison; });
+  ErrorRef poison;
+  {
+    std::unique_lock lock(mutex_);
+    wait_for_turn(
+        lock, [this] { return !running_; }, deadline, call);
+    poison = state->poison;
+  }
   throw_if_poisoned(poison);
 }
 
-void NaiveEngine::wait_all() {
+void NaiveEngine::wait_all(Deadline deadline) {
   check_not_inside_op("wait_all");
   {
     // Wait for the ops pushed so far, which the current runner's session (if any) runs to the
@@ -109,7 +130,8 @@ void NaiveEngine::wait_all() {
     // this wait up.
     std::unique_lock lock(mutex_);
     const std::uint64_t session = session_;
-    turn_.wait(lock, [&] { return !running_ || session_ != session; });
+    wait_for_turn(
+        lock, [&] { return !running_ || session_ != session; }, deadline, "wait_all");
   }
   throw_first_unthrown_error();
 }

@@ -29,21 +29,22 @@ class NaiveEngine final : public EngineCore {
   void submit(OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override;
   void submit_delete(OpRecord* op, Var var) override;
-  void wait_for_var(Var var) override { wait(var, "wait_for_var"); }
-  void wait_to_write(Var var) override { wait(var, "wait_to_write"); }
-  void wait_all() override;
+  void wait_for_var(Var var, Deadline deadline) override { wait(var, "wait_for_var", deadline); }
+  void wait_to_write(Var var, Deadline deadline) override { wait(var, "wait_to_write", deadline); }
+  void wait_all(Deadline deadline) override;
   EngineStats stats() const override;
   bool shutdown(std::chrono::milliseconds) override { return true; }
 
  private:
   // Every op pushed so far has finished: a wait only reports the var's poison.
-  void wait(Var var, const char* call);
+  void wait(Var var, const char* call, Deadline deadline);
   void run_now(OpRecord* op);
   void run_one(OpRecord* op);
   void release(OpRecord* op) noexcept override;
-  // Blocks until no thread runs ops, then runs `body` under the lock.
-  template <class Body>
-  auto when_idle(Body body);
+  // Waits on turn_ until `condition` holds (with the wait report and deadline of waits).
+  template <class Condition>
+  void wait_for_turn(std::unique_lock<std::mutex>& lock, Condition condition, Deadline deadline,
+                     const char* call);
 
   std::mutex mutex_;
   std::condition_variable turn_;      // running_ or awaiting_completion_ changed

@@ -171,7 +171,7 @@ std::vector<AcceleratorExecutor*> ThreadedEngine::accelerator_executors() {
   return all;
 }
 
-void ThreadedEngine::settle_device_work(std::uint64_t pushed_before) {
+void ThreadedEngine::settle_device_work(std::uint64_t pushed_before, Deadline deadline) {
   std::vector<DeviceWorkRef> works;
   for (AcceleratorExecutor* executor : accelerator_executors()) {
     for (DeviceWorkRef& work : executor->outstanding()) {
@@ -181,7 +181,14 @@ void ThreadedEngine::settle_device_work(std::uint64_t pushed_before) {
   std::sort(works.begin(), works.end(), [](const DeviceWorkRef& a, const DeviceWorkRef& b) {
     return a->push_sequence < b->push_sequence;
   });
-  for (const DeviceWorkRef& work : works) wait_for(*work);
+  for (const DeviceWorkRef& work : works) {
+    wait_with_report([&](Deadline until) { return wait_for_device(*work, until); }, deadline,
+                     config().wait_warn_after, "wait_all",
+                     [&] {
+                       return "the device work of op '" + work->op_name + "' on " +
+                              to_string(work->device) + " has not ended";
+                     });
+  }
   for (const DeviceWorkRef& work : works) device_error(*work);  // records failures, oldest first
 }
 
@@ -287,33 +294,60 @@ void ThreadedEngine::wait_for_room() {
   }
 }
 
-void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call) {
+namespace {
+
+// What a wait learns of its var once every op it waits for has finished. Shared with the
+// waiter op, which may still run after a wait that timed out has returned.
+struct VarObservation {
+  WakeSignal signal;
+  ErrorRef poison;
+  std::vector<DeviceWorkRef> fences;
+  bool write_fenced = false;  // fences.front() is the var's write fence
+
+  // Under the var's lock.
+  void observe(const VarState& state, bool for_write) {
+    poison = state.poison;
+    if (!state.fenced) return;
+    write_fenced = state.fences->write != nullptr;
+    state.fences->collect(for_write, fences);
+  }
+};
+
+}  // namespace
+
+bool ThreadedEngine::wait_for_device(const DeviceWork& work, Deadline deadline) {
+  if (deadline == kNoDeadline) {
+    wait_for(work);
+    return true;
+  }
+  // Events have no timed wait: poll, backing off to 1 ms (only waits with a timeout get here).
+  auto pause = std::chrono::microseconds(20);
+  while (!work.done->query()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call, Deadline deadline) {
   check_not_inside_op(call);
   VarState* state = checked_state(var, call);
   // The var's poison and the device work still fencing it, read while the var is ours: at once
   // if nothing is pending on it, else by a waiter op queued behind everything pushed on it so
   // far, which runs in the thread that grants it and wakes this one.
-  ErrorRef poison;
-  std::vector<DeviceWorkRef> fences;
-  bool write_fenced = false;  // fences.front() is the var's write fence
-  auto observe = [&] {
-    poison = state->poison;
-    if (!state->fenced) return;
-    write_fenced = state->fences->write != nullptr;
-    state->fences->collect(for_write, fences);
-  };
+  auto seen = std::make_shared<VarObservation>();
   state->lock.lock();
   const bool ready = for_write ? state->idle() : state->readable();
-  if (ready) observe();
+  if (ready) seen->observe(*state, for_write);
   state->lock.unlock();
   if (!ready) {
-    WakeSignal signal;
     OpRecord* op = acquire_op_record();
-    op->set_callable([&signal, &observe, state] {
+    op->set_callable([seen, state, for_write] {
       state->lock.lock();  // concurrent readers may add read fences
-      observe();
+      seen->observe(*state, for_write);
       state->lock.unlock();
-      signal.set();
+      seen->signal.set();
     });
     const Var vars[1] = {var};
     prepare(op, cpu(), for_write ? VarList{} : VarList(vars), for_write ? VarList(vars) : VarList{},
@@ -321,23 +355,69 @@ void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call) {
     op->is_waiter = true;
     op->profile_id = 0;  // waits are not ops of the program
     enqueue_on_vars(op);
-    signal.wait();
+    wait_with_report([&](Deadline until) { return seen->signal.wait_until(until); }, deadline,
+                     config().wait_warn_after, call,
+                     [&] { return describe_var_wait(state, for_write); });
   }
   // Host-side wait for the device work; a poison is newer than every fence the var still has.
-  for (const DeviceWorkRef& work : fences) wait_for(*work);
-  if (!poison && write_fenced) poison = device_error(*fences.front());
+  for (const DeviceWorkRef& work : seen->fences) {
+    wait_with_report([&](Deadline until) { return wait_for_device(*work, until); }, deadline,
+                     config().wait_warn_after, call,
+                     [&] {
+                       return "the device work of op '" + work->op_name + "' on " +
+                              to_string(work->device) + " has not ended";
+                     });
+  }
+  ErrorRef poison = seen->poison;
+  if (!poison && seen->write_fenced) poison = device_error(*seen->fences.front());
   throw_if_poisoned(poison);
 }
 
-void ThreadedEngine::wait_for_var(Var var) {
-  wait_on_var(var, false, "wait_for_var");
+void ThreadedEngine::wait_for_var(Var var, Deadline deadline) {
+  wait_on_var(var, false, "wait_for_var", deadline);
 }
 
-void ThreadedEngine::wait_to_write(Var var) {
-  wait_on_var(var, true, "wait_to_write");
+void ThreadedEngine::wait_to_write(Var var, Deadline deadline) {
+  wait_on_var(var, true, "wait_to_write", deadline);
 }
 
-void ThreadedEngine::wait_all() {
+bool ThreadedEngine::block_until_deadline(int parity, Deadline until) {
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return drained(parity, completed_[parity].load(std::memory_order_seq_cst));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+    if (block_until(
+            [&] { return drained(parity, completed_[parity].load(std::memory_order_seq_cst)); },
+            /*for_room=*/false,
+            std::min<std::chrono::milliseconds>(left, std::chrono::hours(1)) +
+                std::chrono::milliseconds(1))) {
+      return true;
+    }
+  }
+}
+
+std::string ThreadedEngine::describe_wait_all(int parity) {
+  const std::uint64_t base = drain_target_[parity].load(std::memory_order_seq_cst);
+  const std::int64_t left =
+      base == kNoTarget
+          ? 0
+          : static_cast<std::int64_t>(base) +
+                parity_adjust_[parity].load(std::memory_order_seq_cst) -
+                static_cast<std::int64_t>(completed_[parity].load(std::memory_order_seq_cst));
+  std::string text =
+      std::to_string(std::max<std::int64_t>(left, 0)) + " op(s) pushed before it have not finished";
+  const std::string pending = describe_pending_completions();
+  if (!pending.empty()) text += "; " + pending;
+  return text;
+}
+
+void ThreadedEngine::drain_epoch(int parity, Deadline deadline) {
+  wait_with_report([&](Deadline until) { return block_until_deadline(parity, until); }, deadline,
+                   config().wait_warn_after, "wait_all", [&] { return describe_wait_all(parity); });
+  drain_target_[parity].store(kNoTarget, std::memory_order_seq_cst);
+}
+
+void ThreadedEngine::wait_all(Deadline deadline) {
   check_not_inside_op("wait_all");
   // Waits for the ops pushed before this call, and for the ops those push (they may still be
   // running), not for a quiet engine: another thread that keeps pushing must not hold it up.
@@ -347,25 +427,35 @@ void ThreadedEngine::wait_all() {
   // (epoch_mutex_): so one completion count per epoch parity suffices, and no op of a newer
   // epoch counts towards the one drained here. An op pushed from inside an op of the closed
   // epoch after the increment moves to that epoch (take_ticket): `parity_adjust_` moves its
-  // count from the new epoch's parity to the closed one's.
+  // count from the new epoch's parity to the closed one's. A call that timed out leaves its
+  // epoch undrained (`undrained_parity_`): the next call drains it before it opens another.
   std::uint64_t boundary = 0;
   {
-    std::lock_guard epoch_lock(epoch_mutex_);
+    std::unique_lock epoch_lock(epoch_mutex_, std::defer_lock);
+    if (!epoch_lock.try_lock_until(deadline)) {
+      throw TimeoutError(
+          "tandem: wait_all timed out while another thread's wait_all was still waiting");
+    }
+    if (undrained_parity_ >= 0) {
+      drain_epoch(undrained_parity_, deadline);
+      undrained_parity_ = -1;
+    }
     const std::uint64_t ticket = ops_pushed_.fetch_add(kOneEpoch, std::memory_order_seq_cst);
     boundary = ticket & kSequenceMask;
     const int parity = static_cast<int>((ticket >> kEpochShift) & 1);
     pushed_in_parity_[parity] += boundary - epoch_start_;
     epoch_start_ = boundary;
     drain_target_[parity].store(pushed_in_parity_[parity], std::memory_order_seq_cst);
-    while (!block_until(
-        [&] { return drained(parity, completed_[parity].load(std::memory_order_seq_cst)); },
-        /*for_room=*/false, std::chrono::hours(1))) {
+    try {
+      drain_epoch(parity, deadline);
+    } catch (...) {
+      undrained_parity_ = parity;
+      throw;
     }
-    drain_target_[parity].store(kNoTarget, std::memory_order_seq_cst);
   }
   // Every op pushed before has completed; accelerator ops completed at launch, their work may
   // still run.
-  settle_device_work(boundary);
+  settle_device_work(boundary, deadline);
   throw_first_unthrown_error();
 }
 
@@ -379,7 +469,7 @@ bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
   while (releasing_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   try {
     // Device work may still use memory that vars' owners free next.
-    settle_device_work(std::numeric_limits<std::uint64_t>::max());
+    settle_device_work(std::numeric_limits<std::uint64_t>::max(), kNoDeadline);
   } catch (...) {
     log().error("engine shutdown: could not record a device error");
   }

@@ -40,9 +40,9 @@ class ThreadedEngine final : public EngineCore {
               const OpProps& props) override;
   void submit_delete(OpRecord* op, Var var) override;
   // Waits for every op pushed before the call (not for ops other threads push meanwhile).
-  void wait_for_var(Var var) override;
-  void wait_to_write(Var var) override;
-  void wait_all() override;
+  void wait_for_var(Var var, Deadline deadline) override;
+  void wait_to_write(Var var, Deadline deadline) override;
+  void wait_all(Deadline deadline) override;
   EngineStats stats() const override;
   bool shutdown(std::chrono::milliseconds timeout) override;
 
@@ -54,7 +54,13 @@ class ThreadedEngine final : public EngineCore {
   std::vector<AcceleratorExecutor*> accelerator_executors();
   // Waits for the device work of the ops pushed before `pushed_before` (a push sequence) and
   // resolves its failures (wait_all, shutdown).
-  void settle_device_work(std::uint64_t pushed_before);
+  void settle_device_work(std::uint64_t pushed_before, Deadline deadline);
+  // Waits for `work` to end; false if `deadline` passed first.
+  static bool wait_for_device(const DeviceWork& work, Deadline deadline);
+  // wait_all's drain of the epoch of parity `parity` (see wait_all), and its report.
+  void drain_epoch(int parity, Deadline deadline);
+  bool block_until_deadline(int parity, Deadline until);
+  std::string describe_wait_all(int parity);
   // Backpressure, then the op's push ticket (push sequence and wait_all epoch).
   void take_ticket(OpRecord* op);
   // Blocks while the bound is reached (not inside an op).
@@ -73,7 +79,7 @@ class ThreadedEngine final : public EngineCore {
   // dispatch() for an op that a finishing op made ready.
   void dispatch_on_completion(OpRecord* op) noexcept;
   [[gnu::cold, gnu::noinline]] void dispatch_profiled(OpRecord* op) noexcept;
-  void wait_on_var(Var var, bool for_write, const char* call);
+  void wait_on_var(Var var, bool for_write, const char* call, Deadline deadline);
   void wait_for_room();
   // Blocks until `condition()` holds (checked under blocked_mutex_, re-checked on every wake-up
   // of release()); false if `timeout` passed first.
@@ -122,7 +128,8 @@ class ThreadedEngine final : public EngineCore {
     return static_cast<std::int64_t>(completed - base) >= adjust;
   }
   // wait_all's epochs: one call at a time opens and drains one (guards the two fields below).
-  std::mutex epoch_mutex_;
+  std::timed_mutex epoch_mutex_;
+  int undrained_parity_ = -1;                   // an epoch whose wait_all timed out (-1: none)
   std::uint64_t pushed_in_parity_[2] = {0, 0};  // ops pushed in the epochs of each parity
   std::uint64_t epoch_start_ = 0;               // push sequence at which the open epoch began
   std::mutex blocked_mutex_;

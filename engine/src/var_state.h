@@ -41,6 +41,9 @@ struct VarState {
   bool write_active = false;
   bool fenced = false;
   ErrorRef poison;
+  // The op holding the var for writing, while `write_active` (for wait reports only; one
+  // store at grant, in a line the grant writes anyway).
+  OpRecord* writer = nullptr;
   // Profiler only: the last profiled op pushed that writes this var (its dependency source).
   std::uint64_t last_writer_profile_id = 0;
   VarState* next_free = nullptr;  // pool link while unused
@@ -107,6 +110,7 @@ struct VarState {
     if (fenced) slot->op->needs_fence_sync.store(true, std::memory_order_relaxed);
     if (slot->write) {
       write_active = true;
+      writer = slot->op;
     } else {
       ++active_reads;
     }

@@ -18,6 +18,12 @@ class WakeSignal {
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done_; });
   }
+  // False if `deadline` passed first.
+  template <class TimePoint>
+  bool wait_until(TimePoint deadline) {
+    std::unique_lock lock(mutex_);
+    return ready_.wait_until(lock, deadline, [this] { return done_; });
+  }
   bool is_set() {
     std::lock_guard lock(mutex_);
     return done_;

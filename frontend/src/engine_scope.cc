@@ -34,6 +34,10 @@ void waitall() {
   current_engine().wait_all();
 }
 
+void waitall(std::chrono::milliseconds timeout) {
+  current_engine().wait_all(timeout);
+}
+
 EngineScope::EngineScope(Engine& engine) : previous_(scoped_engine), engine_(&engine) {
   std::lock_guard lock(scopes_mutex);
   ++open_scopes()[engine_];

@@ -149,6 +149,16 @@ void NDArray::wait_to_write() const {
   storage_->engine->wait_to_write(storage_->var);
 }
 
+void NDArray::wait_to_read(std::chrono::milliseconds timeout) const {
+  check_defined("wait_to_read", *this);
+  storage_->engine->wait_for_var(storage_->var, timeout);
+}
+
+void NDArray::wait_to_write(std::chrono::milliseconds timeout) const {
+  check_defined("wait_to_write", *this);
+  storage_->engine->wait_to_write(storage_->var, timeout);
+}
+
 void NDArray::read_into(void* destination, DType destination_dtype) const {
   check_defined("to_vector", *this);
   // Device memory is read through a D2H copy op into a host array, which is then read here.

@@ -27,6 +27,8 @@
 // - `wait_all` waits for the ops pushed before it was called; ops other threads push meanwhile
 //   do not hold it up.
 // - Waiting from inside an op throws DeadlockError instead of hanging.
+// - Every wait takes an optional timeout (TimeoutError, naming what the wait is blocked on);
+//   a wait without one logs the same report every EngineConfig::wait_warn_after.
 // - Backpressure: past `max_ops_in_flight` pushed-but-unfinished ops, push (and delete_var)
 //   blocks until ops finish, never inside an op, where blocking could deadlock. Each thread
 //   checks the bound every 32 submissions, so the bound holds within 32 ops per submitting
@@ -54,6 +56,7 @@
 //   pointer to it are use-after-free.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -145,6 +148,13 @@ class Engine {
   virtual void wait_for_var(Var var) = 0;
   // Blocks until every op pushed so far on `var` (reads too) has finished; throws its error.
   virtual void wait_to_write(Var var) = 0;
+  // The same waits, giving up after `timeout`: they then throw TimeoutError, whose message says
+  // what the wait is blocked on (see EngineConfig::wait_warn_after for the same report in the
+  // log without giving up). Timing out cancels nothing.
+  //   engine.wait_for_var(out, std::chrono::seconds(10));
+  virtual void wait_for_var(Var var, std::chrono::milliseconds timeout) = 0;
+  virtual void wait_to_write(Var var, std::chrono::milliseconds timeout) = 0;
+  virtual void wait_all(std::chrono::milliseconds timeout) = 0;
   // Blocks until every op pushed so far has finished; throws the first error not yet thrown.
   virtual void wait_all() = 0;
 

@@ -53,6 +53,10 @@ struct EngineConfig {
   std::chrono::microseconds spin_before_park{50};
   // Destroying an engine waits this long for pending ops, then reports and abandons them.
   std::chrono::milliseconds shutdown_timeout{60000};
+  // A wait (wait_for_var, wait_to_write, wait_all, and the naive engine's wait for an async
+  // op's Completion) still blocked after this long logs a warning saying what it is blocked on,
+  // and again each time as long again passes. 0: never.
+  std::chrono::milliseconds wait_warn_after{120000};
   // Profile the process-wide engine from its creation and write a Chrome/Perfetto trace here
   // when it is destroyed (at exit). Empty: off.
   std::string profile_path{};

@@ -34,4 +34,12 @@ class DeadlockError : public Error {
   using Error::Error;
 };
 
+// A wait given a timeout (`wait_for_var(v, 5s)`) that passed first. The message says what the
+// wait is blocked on: the ops ahead of it, the op holding each var on the way, and the async
+// ops waiting for their Completion. Nothing was cancelled: the wait may be retried.
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace tandem

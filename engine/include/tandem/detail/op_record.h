@@ -34,8 +34,8 @@ class CompletionSink {
   virtual void complete(OpRecord* op) noexcept = 0;
   // An async op's Completion was handed out, and later invoked (or dropped): between the two,
   // the op waits for the world outside the engine.
-  virtual void on_completion_taken() noexcept {}
-  virtual void on_completion_given() noexcept {}
+  virtual void on_completion_taken(const OpRecord* /*op*/) noexcept {}
+  virtual void on_completion_given(const OpRecord* /*op*/) noexcept {}
 
  protected:
   ~CompletionSink() = default;

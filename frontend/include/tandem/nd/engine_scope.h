@@ -19,6 +19,8 @@
 // live anywhere, namespace scope included: that engine outlives them all.
 #pragma once
 
+#include <chrono>
+
 #include "tandem/engine.h"
 
 namespace tandem::nd {
@@ -29,6 +31,8 @@ Engine& current_engine();
 // Waits until every op pushed so far on the current engine has finished; rethrows the first
 // error no sync point has thrown yet.
 void waitall();
+// The same, giving up after `timeout` with tandem::TimeoutError (which says what it waits for).
+void waitall(std::chrono::milliseconds timeout);
 
 class EngineScope {
  public:

@@ -20,6 +20,8 @@
 // tandem::Error at the call.
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <iosfwd>
 #include <vector>
@@ -122,6 +124,11 @@ class NDArray {
   void wait_to_read() const;
   // Blocks until every op pushed so far that reads or writes this array has finished.
   void wait_to_write() const;
+  // The same, giving up after `timeout` with tandem::TimeoutError, whose message says what the
+  // wait is blocked on (the op holding the array, the ops queued ahead, async ops waiting for
+  // their Completion). Nothing is cancelled.
+  void wait_to_read(std::chrono::milliseconds timeout) const;
+  void wait_to_write(std::chrono::milliseconds timeout) const;
   // The values in row-major order, converted to T (waits for them first).
   template <class T>
   std::vector<T> to_vector() const {

@@ -1,0 +1,148 @@
+// Waits that say what they wait for: a timeout on every wait (TimeoutError with a description of
+// what blocks it), and the watchdog (EngineConfig::wait_warn_after) that logs the same
+// description while a wait goes on. The blocker here is the classic hang: an async op whose
+// Completion is never invoked.
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "logging.h"
+#include "test_support.h"
+
+namespace {
+
+using tandem::Completion;
+using tandem::cpu;
+using tandem::EngineKind;
+using tandem::RunContext;
+using tandem::TimeoutError;
+using tandem::Var;
+using namespace tandem_test;
+
+// Pushes an async op named `name` writing `v` that hands its Completion to `held`.
+void push_held(tandem::Engine& engine, Var v, Completion& held, std::mutex& mutex,
+               const char* name) {
+  engine.push(
+      [&held, &mutex](RunContext& ctx) {
+        std::lock_guard lock(mutex);
+        held = ctx.take_completion();
+      },
+      cpu(), {}, {v}, {.name = name, .async_completion = true});
+}
+
+template <class Condition>
+bool eventually_true(Condition&& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("waits with a timeout throw TimeoutError naming the op that never completes") {
+  auto engine = make_engine(EngineKind::threaded);
+  Var v = engine.var(), w = engine.var();
+  std::mutex mutex;
+  Completion held;
+  push_held(*engine, v, held, mutex, "never completes");
+  engine->push([] {}, cpu(), {v}, {w}, {.name = "reads v"});
+
+  // w's writer waits for v, which the async op holds: the report follows that chain.
+  const std::string on_w = error_of([&] { engine->wait_for_var(w, 100ms); });
+  CHECK(contains(on_w, "wait_for_var timed out after"));
+  CHECK(contains(on_w, "'reads v'"));
+  CHECK(contains(on_w, "'never completes'"));
+  CHECK(contains(on_w, "waits for its Completion"));
+  CHECK_THROWS_AS(engine->wait_for_var(w, 10ms), TimeoutError);
+  CHECK_THROWS_AS(engine->wait_to_write(v, 10ms), TimeoutError);
+
+  const std::string on_all = error_of([&] { engine->wait_all(100ms); });
+  CHECK(contains(on_all, "wait_all timed out after"));
+  CHECK(contains(on_all, "2 op(s) pushed before it have not finished"));
+  CHECK(contains(on_all, "'never completes'"));
+  // A timed-out wait cancels nothing: once the completion comes, everything finishes.
+  {
+    std::lock_guard lock(mutex);
+    REQUIRE(held.pending());
+    held();
+  }
+  CHECK_NOTHROW(engine->wait_for_var(w, 10s));
+  CHECK_NOTHROW(engine->wait_all(10s));
+  CHECK_NOTHROW(engine->wait_all());
+  CHECK(engine->stats().ops_in_flight == 0);
+}
+
+TEST_CASE("a wait that finishes in time returns normally and rethrows op errors") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var v = engine.var();
+  engine->push([] { throw std::runtime_error("boom"); }, cpu(), {}, {v}, {.name = "fails"});
+  CHECK_THROWS_WITH(engine->wait_for_var(v, 10s), doctest::Contains("boom"));
+  CHECK_NOTHROW(engine->wait_all(10s));
+}
+
+TEST_CASE("the naive engine's waits time out while another thread's op waits for its Completion") {
+  auto engine = make_engine(EngineKind::naive);
+  Var v = engine.var();
+  std::mutex mutex;
+  Completion held;
+  std::atomic<bool> pushed{false};
+  // The naive engine runs the op inside push, which returns once the op completes.
+  std::thread pusher([&] {
+    push_held(*engine, v, held, mutex, "never completes");
+    pushed = true;
+  });
+  CHECK(eventually_true([&] {
+    std::lock_guard lock(mutex);
+    return held.pending();
+  }));
+  const std::string error = error_of([&] { engine->wait_for_var(v, 100ms); });
+  CHECK(contains(error, "wait_for_var timed out"));
+  CHECK(contains(error, "waits for an async op's Completion"));
+  CHECK_THROWS_AS(engine->wait_all(50ms), TimeoutError);
+  {
+    std::lock_guard lock(mutex);
+    held();
+  }
+  pusher.join();
+  CHECK(pushed.load());
+  CHECK_NOTHROW(engine->wait_all(10s));
+}
+
+TEST_CASE("the watchdog logs what a long wait is blocked on, and the wait goes on") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.wait_warn_after = 50ms;
+  TestEngine engine(config);
+  auto captured = std::make_shared<std::ostringstream>();
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*captured);
+  tandem::detail::log().sinks().push_back(sink);
+  Var v = engine.var();
+  std::mutex mutex;
+  Completion held;
+  push_held(*engine, v, held, mutex, "slow to complete");
+  std::thread completer([&] {
+    std::this_thread::sleep_for(300ms);
+    std::lock_guard lock(mutex);
+    held();
+  });
+  CHECK_NOTHROW(engine->wait_for_var(v));  // no timeout: it waits until the completion
+  completer.join();
+  auto& sinks = tandem::detail::log().sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+  const std::string log = captured->str();
+  CHECK(contains(log, "wait_for_var still blocked after"));
+  CHECK(contains(log, "'slow to complete'"));
+  CHECK(contains(log, "waits for its Completion"));
+}
