@@ -3,6 +3,7 @@
 // error registry, counters). Each engine adds how ops wait for their vars and where they run.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>

@@ -431,11 +431,29 @@ void ThreadedEngine::wait_all(Deadline deadline) {
   // epoch undrained (`undrained_parity_`): the next call drains it before it opens another.
   std::uint64_t boundary = 0;
   {
-    std::unique_lock epoch_lock(epoch_mutex_, std::defer_lock);
-    if (!epoch_lock.try_lock_until(deadline)) {
-      throw TimeoutError(
-          "tandem: wait_all timed out while another thread's wait_all was still waiting");
+    // One call at a time (a flag under a plain mutex rather than a timed mutex: ThreadSanitizer
+    // does not see std::timed_mutex::try_lock_until's pthread_mutex_clocklock).
+    {
+      std::unique_lock lock(epoch_mutex_);
+      const auto free = [this] { return !epoch_busy_; };
+      if (deadline == kNoDeadline) {
+        epoch_turn_.wait(lock, free);
+      } else if (!epoch_turn_.wait_until(lock, deadline, free)) {
+        throw TimeoutError(
+            "tandem: wait_all timed out while another thread's wait_all was still waiting");
+      }
+      epoch_busy_ = true;
     }
+    struct EndTurn {
+      ThreadedEngine* engine;
+      ~EndTurn() {
+        {
+          std::lock_guard lock(engine->epoch_mutex_);
+          engine->epoch_busy_ = false;
+        }
+        engine->epoch_turn_.notify_one();
+      }
+    } end_turn{this};
     if (undrained_parity_ >= 0) {
       drain_epoch(undrained_parity_, deadline);
       undrained_parity_ = -1;

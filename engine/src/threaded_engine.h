@@ -127,8 +127,11 @@ class ThreadedEngine final : public EngineCore {
     const std::int64_t adjust = parity_adjust_[parity].load(std::memory_order_seq_cst);
     return static_cast<std::int64_t>(completed - base) >= adjust;
   }
-  // wait_all's epochs: one call at a time opens and drains one (guards the two fields below).
-  std::timed_mutex epoch_mutex_;
+  // wait_all's epochs: one call at a time opens and drains one; the call that has the turn
+  // (epoch_busy_, under epoch_mutex_) owns the three fields below.
+  std::mutex epoch_mutex_;
+  std::condition_variable epoch_turn_;
+  bool epoch_busy_ = false;
   int undrained_parity_ = -1;                   // an epoch whose wait_all timed out (-1: none)
   std::uint64_t pushed_in_parity_[2] = {0, 0};  // ops pushed in the epochs of each parity
   std::uint64_t epoch_start_ = 0;               // push sequence at which the open epoch began
