@@ -1,5 +1,6 @@
 #include "accel_executor.h"
 
+#include <exception>
 #include <utility>
 
 #include "logging.h"
@@ -32,6 +33,16 @@ void AcceleratorExecutor::submit(OpRecord* op) {
 }
 
 void AcceleratorExecutor::run() {
+  // Once per launcher thread, before any launch function runs: user kernels and cuBLAS calls in
+  // launch functions use the thread's current device, which must be this executor's device.
+  bool bound = false;
+  try {
+    accelerator_.bind_thread();
+    bound = true;
+  } catch (const std::exception& e) {
+    log().error("tandem: the launcher thread of {} could not make it current: {}",
+                to_string(accelerator_.device()), e.what());
+  }
   for (;;) {
     OpRecord* op = nullptr;
     {
@@ -40,6 +51,14 @@ void AcceleratorExecutor::run() {
       if (ready_.empty()) return;  // stopping and nothing left
       op = ready_.top();
       ready_.pop();
+    }
+    if (!bound) {
+      // Retried per op: a launch on an unbound thread would reach the wrong device.
+      try {
+        accelerator_.bind_thread();
+        bound = true;
+      } catch (...) {
+      }
     }
     engine_.launch(op, pick_stream(*op), synchronize_each_op_, this);
     prune();

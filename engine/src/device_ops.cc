@@ -2,8 +2,10 @@
 // settling fences before CPU ops, and turning device failures into the engine's error records.
 // docs/design.md ("Accelerators") explains the design: completion at launch plus per-var fences.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "engine_core.h"
 #include "logging.h"
@@ -26,6 +28,55 @@ void EngineCore::wait_for(const DeviceWork& work) noexcept {
     work.done->synchronize();
   } catch (...) {
     // The error is read from the event by whoever needs it.
+  }
+}
+
+namespace {
+
+// The fences settle_fences waits for: of each var, the write fence, plus the read fences for a
+// write. Calls `visit` on each, outside the var's lock; stops early when `visit` returns false.
+template <class Visit>
+bool for_each_fence(OpRecord* op, Visit visit) {
+  std::vector<DeviceWorkRef> works;
+  for (std::uint32_t i = 0; i < op->num_slots; ++i) {
+    const VarSlot& slot = op->slots[i];
+    VarState* var = slot.var;
+    works.clear();
+    var->lock.lock();
+    if (var->fenced) {
+      try {
+        var->fences->collect(slot.write, works);
+      } catch (...) {
+        var->lock.unlock();
+        throw;
+      }
+    }
+    var->lock.unlock();
+    for (const DeviceWorkRef& work : works) {
+      if (!visit(*work)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool EngineCore::fences_ended(OpRecord* op) noexcept {
+  try {
+    return for_each_fence(op, [](DeviceWork& work) { return work.done->query(); });
+  } catch (...) {
+    return false;
+  }
+}
+
+void EngineCore::wait_for_fences(OpRecord* op) noexcept {
+  try {
+    for_each_fence(op, [](DeviceWork& work) {
+      wait_for(work);
+      return true;
+    });
+  } catch (...) {
+    // settle_fences waits for what is left, on the worker.
   }
 }
 

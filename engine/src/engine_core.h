@@ -101,6 +101,12 @@ class EngineCore : public CompletionSink {
   ErrorRef device_error(DeviceWork& work);
   // Blocks until `work` has ended; never throws.
   static void wait_for(const DeviceWork& work) noexcept;
+  // For a granted CPU op: whether the device work fencing the vars it will wait for (as
+  // settle_fences does) has all ended, asked without blocking; and the blocking wait for it,
+  // which leaves the fences and errors to settle_fences. Both never throw (no memory: answer
+  // false / return early, and settle_fences waits on the worker as a fallback).
+  bool fences_ended(OpRecord* op) noexcept;
+  void wait_for_fences(OpRecord* op) noexcept;
 
   // Engine entry points, implemented by each kind.
   virtual void submit(OpRecord* op, Device device, VarList reads, VarList writes,

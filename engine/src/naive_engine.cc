@@ -1,5 +1,6 @@
 #include "naive_engine.h"
 
+#include <exception>
 #include <thread>
 
 #include "logging.h"
@@ -63,6 +64,13 @@ void NaiveEngine::run_one(OpRecord* op) {
     Accelerator& device = accelerator(op->device);
     const int index = op->props.queue == Queue::compute ? next_compute_stream_++ : 0;
     if (next_compute_stream_ >= device.compute_streams()) next_compute_stream_ = 0;
+    // Launch functions run on this (the pushing) thread: the op's device must be current.
+    try {
+      device.bind_thread();
+    } catch (const std::exception& e) {
+      log().error("tandem: op '{}': could not make {} current: {}", op->props.name,
+                  to_string(op->device), e.what());
+    }
     launch(op, device.stream(op->props.queue, index), /*synchronize=*/true, nullptr);
   } else {
     execute(op, -1);

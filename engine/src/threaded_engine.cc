@@ -127,6 +127,17 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
     accelerator_executor(op->device).submit(op);
     return;
   }
+  // A CPU op behind device work still running waits for it off the workers (FenceWaiter).
+  if (op->needs_fence_sync.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (!fences_ended(op)) {
+      try {
+        fence_waiter_.submit(op);
+        return;
+      } catch (...) {
+        // No memory or no thread: the worker waits in settle_fences instead.
+      }
+    }
+  }
   cpu_->submit(op);
 }
 
@@ -137,7 +148,10 @@ void ThreadedEngine::dispatch_on_completion(OpRecord* op) noexcept {
   // A plain CPU op that this completion made ready runs next on this very drainer when it may
   // (see CpuExecutor::run_next_here): no queue, no wake-up, and its inputs are in this core's
   // cache. A dependency chain then stays on one worker.
-  if (op->device.kind == DeviceKind::cpu && !op->is_waiter && cpu_->run_next_here(op)) return;
+  if (op->device.kind == DeviceKind::cpu && !op->is_waiter &&
+      !op->needs_fence_sync.load(std::memory_order_relaxed) && cpu_->run_next_here(op)) {
+    return;
+  }
   dispatch(op);
 }
 

@@ -28,6 +28,7 @@
 #include "accel_executor.h"
 #include "cpu_executor.h"
 #include "engine_core.h"
+#include "fence_waiter.h"
 
 namespace tandem::detail {
 
@@ -138,6 +139,9 @@ class ThreadedEngine final : public EngineCore {
   std::mutex blocked_mutex_;
   std::condition_variable blocked_cv_;
   std::unique_ptr<CpuExecutor> cpu_;
+  // CPU ops whose device fences have not ended wait here, not on a worker. After cpu_: it
+  // hands ops to cpu_, so it is destroyed first.
+  FenceWaiter fence_waiter_{*this, *cpu_};
 
   // Accelerator executors, indexed by (kind, id); a slot is set once under accel_mutex_.
   static constexpr int kMaxAcceleratorsPerKind = 64;

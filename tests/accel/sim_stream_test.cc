@@ -1,5 +1,7 @@
 // The sim backend on its own: streams, events, errors, memory and the registry.
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -126,4 +128,29 @@ TEST_CASE("the registry counts sim devices and names a missing device and the co
   CHECK(accelerator(sim(0)).compute_streams() == 2);
   CHECK_THROWS_AS(configure_accelerators(sim_test_config()), Error);  // too late now
   CHECK(accelerator(sim(0)).description().find("sim(0)") == 0);
+}
+
+TEST_CASE("a host item skipped after an upstream failure is destroyed, releasing its captures") {
+  // What frontend/src/transfer.cc relies on: the pinned stage of a skipped copy goes back to
+  // the pool when the last item holding it is destroyed.
+  use_sim_test_config();
+  Accelerator& device = accelerator(sim(0));
+  Stream& first = device.stream(Queue::compute, 0);
+  Stream& second = device.stream(Queue::copy_d2h);
+  first.enqueue_host([] { throw std::runtime_error("upstream failure"); }, {});
+  second.wait(first.record());
+  auto held = std::make_shared<int>(0);
+  std::atomic<bool> ran{false};
+  second.enqueue_host([held, &ran] { ran = true; }, {});
+  EventRef done = second.record();
+  CHECK_THROWS_WITH(done->synchronize(), doctest::Contains("upstream failure"));
+  CHECK_FALSE(ran);
+  CHECK(held.use_count() == 1);
+  // The failure is reported once per stream that saw it; leave both streams clean.
+  CHECK_THROWS(first.synchronize());
+  try {
+    second.synchronize();
+  } catch (const std::exception&) {
+  }
+  CHECK_NOTHROW(second.synchronize());
 }

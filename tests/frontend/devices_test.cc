@@ -95,6 +95,23 @@ TEST_SUITE("frontend.devices") {
                          tandem::Error);
   }
 
+  TEST_CASE("a missing gpu is explained: backend not built, or built with no device or driver") {
+    if (device_count(DeviceKind::cuda) > 0) {
+      MESSAGE("this machine has a CUDA device: the no-device message is not exercised here");
+      return;
+    }
+#ifdef TANDEM_HAVE_CUDA
+    // A CUDA build on a machine without a GPU must not claim the backend is missing.
+    CHECK_THROWS_WITH_AS(nd::ones({3}, cuda(0)),
+                         doctest::Contains("gpu backend is built, but the CUDA runtime found no "
+                                           "device or no driver"),
+                         tandem::Error);
+#else
+    CHECK_THROWS_WITH_AS(nd::ones({3}, cuda(0)), doctest::Contains("this build has no gpu backend"),
+                         tandem::Error);
+#endif
+  }
+
   TEST_CASE("element-wise ops on every device equal the cpu's") {
     std::mt19937_64 rng(11);
     for (DType dtype : {nd::float32, nd::float64, nd::int32, nd::int64}) {

@@ -12,6 +12,9 @@ namespace tandem::detail {
 
 namespace {
 
+// The sim counterpart of the CUDA runtime's current device (see Accelerator::bind_thread).
+thread_local Device thread_device = tandem::cpu();
+
 class SimAccelerator final : public Accelerator {
  public:
   SimAccelerator(int id, const AcceleratorConfig& config)
@@ -72,6 +75,7 @@ class SimAccelerator final : public Accelerator {
   MemoryPool& device_pool() override { return device_pool_; }
   MemoryPool& pinned_pool() override { return pinned_pool_; }
   std::size_t memory_capacity() const override { return config_.sim_memory_mb << 20; }
+  void bind_thread() override { thread_device = device_; }
 
   void synchronize() override {
     std::exception_ptr first;
@@ -102,6 +106,10 @@ class SimAccelerator final : public Accelerator {
 };
 
 }  // namespace
+
+Device sim_device_bound_to_this_thread() {
+  return thread_device;
+}
 
 std::unique_ptr<Accelerator> make_sim_accelerator(int id, const AcceleratorConfig& config) {
   return std::make_unique<SimAccelerator>(id, config);

@@ -12,5 +12,8 @@
 namespace tandem::detail {
 
 std::unique_ptr<Accelerator> make_sim_accelerator(int id, const AcceleratorConfig& config);
+// The sim device that Accelerator::bind_thread last bound to the calling thread; cpu() if none.
+// For tests: the launcher of sim(i) runs its ops bound to sim(i), as that of cuda(i) does.
+Device sim_device_bound_to_this_thread();
 
 }  // namespace tandem::detail

@@ -39,6 +39,16 @@ class Accelerator {
   virtual std::size_t memory_capacity() const = 0;
   // Blocks until all work on all its streams has finished; throws the first error.
   virtual void synchronize() = 0;
+
+  // Makes this device the calling thread's current device, so that work the thread launches
+  // outside tandem's Stream calls (a user kernel on cuda_stream(stream), a cuBLAS call on
+  // cublas_handle(stream)) goes to this device. cuda: cudaSetDevice(i); the CUDA runtime keeps
+  // a current device per thread, device 0 by default, and a launch on a stream of another
+  // device fails. sim: notes the device for the thread (nothing depends on it). The engine
+  // calls it once at the start of each device's launcher thread, and before each launch of the
+  // naive engine (which launches on the pushing thread, so that thread's current device stays
+  // the op's device afterwards). Throws tandem::Error naming the device if the runtime refuses.
+  virtual void bind_thread() = 0;
 };
 
 // How many devices of `kind` exist: 1 for cpu; the CUDA runtime's count for cuda (0 when the

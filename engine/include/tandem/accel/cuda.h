@@ -7,6 +7,9 @@
 //     scale<<<blocks, threads, 0, tandem::cuda_stream(stream)>>>(data, n);
 //     cublasSgemm(tandem::detail::cublas_handle(stream), ...);   // compute streams only
 //   }, tandem::cuda(0), {in}, {out}, {.name = "scale"});
+//
+// A launch function of a cuda(i) op runs with gpu(i) current on its thread (the engine calls
+// Accelerator::bind_thread), so kernels, cuBLAS calls and cudaMalloc in it go to gpu(i).
 #pragma once
 
 #include <cublas_v2.h>

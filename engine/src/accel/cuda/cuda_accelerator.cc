@@ -77,6 +77,7 @@ class CudaAccelerator final : public Accelerator {
   MemoryPool& device_pool() override { return device_pool_; }
   MemoryPool& pinned_pool() override { return pinned_pool_; }
   std::size_t memory_capacity() const override { return capacity_; }
+  void bind_thread() override { TANDEM_CUDA_CHECK(cudaSetDevice(id_), id_); }
 
   void synchronize() override {
     // Every stream is drained, even after a failure; the first error is thrown at the end.
@@ -122,7 +123,7 @@ CudaStream& cuda_stream_of(Stream& stream, const char* what) {
 
 int cuda_device_count() {
   static const int count = [] {
-    int n = 0;  // left untouched when the call fails (TOOLCHAIN.md)
+    int n = 0;  // stays 0 when the call fails
     const cudaError_t status = cudaGetDeviceCount(&n);
     if (status != cudaSuccess) {
       (void)cudaGetLastError();

@@ -40,12 +40,17 @@ cudaEvent_t EventPool::acquire(bool timing) {
   }
   DeviceGuard guard(device_);
   cudaEvent_t event = nullptr;
-  // Events that skip timing are cheaper to record and to wait on (CUDA runtime documentation,
-  // cudaEventCreateWithFlags).
-  TANDEM_CUDA_CHECK(
-      cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming),
-      device_);
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&event, event_flags(timing)), device_);
   return event;
+}
+
+unsigned event_flags(bool timing) {
+  // Blocking sync: a host thread in cudaEventSynchronize sleeps until the device signals,
+  // instead of spinning a core (the default); the CPU workers and deleters that wait for GPU
+  // results need those cores. It costs the waiter some wake-up latency, not the device.
+  // Events that skip timing are cheaper to record and to wait on (CUDA runtime documentation,
+  // cudaEventCreateWithFlags); timing events keep timing, since the profiler reads their times.
+  return cudaEventBlockingSync | (timing ? 0u : cudaEventDisableTiming);
 }
 
 void EventPool::release(cudaEvent_t event, bool timing) noexcept {
@@ -76,6 +81,8 @@ std::shared_ptr<const TimingReference> DeviceClock::reference() {
   }
   auto reference = std::make_shared<TimingReference>();
   reference->device = device_;
+  // Spinning on purpose: the reference's host time is the midpoint of this wait, and a
+  // blocking wait would add the wake-up latency to it. One short wait per second at most.
   TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&reference->event, cudaEventDefault), device_);
   const std::int64_t before = steady_now_ns();
   TANDEM_CUDA_CHECK(cudaEventRecord(reference->event, stream_), device_);

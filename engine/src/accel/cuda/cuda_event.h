@@ -28,7 +28,7 @@ class EventPool {
   EventPool(const EventPool&) = delete;
   EventPool& operator=(const EventPool&) = delete;
 
-  // A handle created with cudaEventDisableTiming unless `timing`.
+  // A handle created with event_flags(timing).
   cudaEvent_t acquire(bool timing);
   void release(cudaEvent_t event, bool timing) noexcept;
 
@@ -38,6 +38,10 @@ class EventPool {
   std::vector<cudaEvent_t> plain_;
   std::vector<cudaEvent_t> timed_;
 };
+
+// The flags of every event a stream records: cudaEventBlockingSync (host waits sleep, they never
+// spin a core), plus cudaEventDisableTiming unless `timing`.
+unsigned event_flags(bool timing);
 
 // A device timestamp with the steady_clock time at which the device reached it: timing events
 // measure cudaEventElapsedTime from it. Owned by the events that use it.

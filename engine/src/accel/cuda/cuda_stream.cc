@@ -1,9 +1,12 @@
 #include "cuda_stream.h"
 
+#include <exception>
 #include <set>
 #include <utility>
 
 #include "cuda_check.h"
+#include "cuda_memory.h"
+#include "logging.h"
 #include "tandem/errors.h"
 
 namespace tandem::detail {
@@ -40,6 +43,9 @@ struct HostItem {
 // may deadlock or answer cudaErrorNotPermitted; cudaLaunchHostFunc documentation), so errors are
 // only recorded here, never reported through CUDA.
 void run_host_item(void* data) noexcept {
+  // Declared first, so it also covers the item's destruction, which may free a pinned stage
+  // held by the work's captures: frees there are deferred (CudaPinnedAllocator).
+  HostCallbackScope no_cuda_here;
   std::unique_ptr<HostItem> item(static_cast<HostItem*>(data));
   if (item->segment->error_before(item->upstream_before)) return;  // skipped: upstream failed
   try {
@@ -51,23 +57,40 @@ void run_host_item(void* data) noexcept {
   }
 }
 
-// Peer access between two devices makes cudaMemcpyPeerAsync a direct copy over NVLink/PCIe
-// instead of one staged through host memory. Enabled once per ordered pair, when possible.
-void enable_peer_access(int from, int to) {
+// Peer access between two devices makes cudaMemcpyPeerAsync a direct copy over NVLink/PCIe;
+// without it the copy still works, staged through host memory by the driver. So peer access is
+// an optimization, tried once per ordered pair: a pair is recorded only once the attempt has
+// answered (enabled, already enabled, or not possible), and a refusal is logged, never thrown.
+// A failed query is not recorded, so a later copy tries again.
+void enable_peer_access(int from, int to) noexcept {
   static std::mutex mutex;
-  static std::set<std::pair<int, int>> done;
-  std::lock_guard lock(mutex);
-  if (!done.insert({from, to}).second) return;
-  int possible = 0;
-  TANDEM_CUDA_CHECK(cudaDeviceCanAccessPeer(&possible, from, to), from);
-  if (!possible) return;
-  DeviceGuard guard(from);
-  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
-  if (status == cudaErrorPeerAccessAlreadyEnabled) {
-    (void)cudaGetLastError();
-    return;
+  static std::set<std::pair<int, int>> tried;
+  try {
+    std::lock_guard lock(mutex);
+    if (tried.count({from, to}) != 0) return;
+    int possible = 0;
+    cudaError_t status = cudaDeviceCanAccessPeer(&possible, from, to);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      log().warn("tandem: {}; copies between gpu({}) and gpu({}) go without peer access",
+                 cuda_error_message("cudaDeviceCanAccessPeer", from, status), from, to);
+      return;
+    }
+    if (possible) {
+      DeviceGuard guard(from);
+      status = cudaDeviceEnablePeerAccess(to, 0);
+      if (status != cudaSuccess) {
+        (void)cudaGetLastError();  // not sticky: later launch checks must not see it
+        if (status != cudaErrorPeerAccessAlreadyEnabled) {
+          log().warn("tandem: {}; copies from gpu({}) to gpu({}) are staged through the host",
+                     cuda_error_message("cudaDeviceEnablePeerAccess", from, status), from, to);
+        }
+      }
+    }
+    tried.insert({from, to});
+  } catch (const std::exception& e) {  // DeviceGuard, or no memory for the set
+    log().warn("tandem: peer access from gpu({}) to gpu({}) not enabled: {}", from, to, e.what());
   }
-  TANDEM_CUDA_CHECK(status, from);
 }
 
 // The device that owns `pointer`, or -1 for host memory (pinned, pageable or managed).
