@@ -19,8 +19,14 @@ constexpr int kMaxSteps = 4;        // holders followed from var to var
 constexpr int kMaxQueuedShown = 4;  // ops listed among those queued ahead
 
 std::string op_text(const OpRecord* op) {
-  return "op '" + std::string(op->props.name) + "' on " + to_string(op->device) + " (push #" +
-         std::to_string(op->push_sequence) + ")";
+  std::string text = "op '";
+  text += op->props.name;
+  text += "' on ";
+  text += to_string(op->device);
+  text += " (push #";
+  text += std::to_string(op->push_sequence);
+  text += ')';
+  return text;
 }
 
 }  // namespace
@@ -56,7 +62,11 @@ std::string EngineCore::describe_pending_completions() {
       break;
     }
     // A pending op is not recycled before its Completion is invoked, which needs this mutex.
-    text += " " + op_text(op) + ";";
+    // Appended piece by piece: `literal + std::string` trips GCC 12's -Wrestrict false
+    // positive at -O3 (GCC bug 105329), and warnings are errors for our code.
+    text += ' ';
+    text += op_text(op);
+    text += ';';
   }
   return text;
 }
@@ -82,14 +92,17 @@ std::string EngineCore::describe_var_wait(VarState* var, bool for_write) {
     const std::uint32_t readers = var->active_reads;
     for (const VarSlot* slot = var->head; slot != nullptr; slot = slot->next) {
       if (slot->op->is_waiter) continue;
-      if (queued++ < kMaxQueuedShown) ahead += (ahead.empty() ? "" : ", ") + op_text(slot->op);
+      if (queued++ < kMaxQueuedShown) {
+        if (!ahead.empty()) ahead += ", ";
+        ahead += op_text(slot->op);
+      }
     }
     var->lock.unlock();
 
     char address[32];
     std::snprintf(address, sizeof address, "%p", static_cast<void*>(var));
-    text += step == 0 ? std::string("var ") + address
-                      : std::string("; that op waits for var ") + address;
+    text += step == 0 ? "var " : "; that op waits for var ";
+    text += address;
     if (holder != nullptr) {
       text += ", held for writing by " + holder_text;
     } else if (readers > 0) {
