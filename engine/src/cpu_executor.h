@@ -44,6 +44,10 @@ class CpuExecutor {
   // the caller submits as usual.
   bool run_next_here(OpRecord* op) noexcept;
   int num_workers() const { return num_workers_; }
+  // The arena's workers that can run: num_workers(), or fewer when a tbb::global_control of the
+  // process caps oneTBB's threads (the smallest live cap wins; it counts one non-worker thread).
+  int running_workers() const;
+  int num_priority_lanes() const { return static_cast<int>(priority_threads_.size()); }
   tbb::task_arena& arena() { return arena_; }
 
  private:

@@ -81,6 +81,9 @@ class EngineFacade final : public Engine {
   void wait_to_write(Var var) override { core().wait_to_write(var); }
   void wait_all() override { core().wait_all(); }
   EngineStats stats() const override { return core().stats(); }
+  int cpu_workers() const override { return core().cpu_workers(); }
+  int priority_workers() const override { return core().priority_workers(); }
+  int worker_lanes() const override { return core().worker_lanes(); }
 
  protected:
   void submit(detail::OpRecord* op, Device device, VarList reads, VarList writes,
