@@ -34,7 +34,7 @@ build=$repo/build-bench
 results=$repo/bench/results
 jobs=$(nproc)
 
-# The packages the project and its benchmark peers build against (see ../shared/TOOLCHAIN.md).
+# The packages the project and its benchmark peers build against (see docs/toolchain.md).
 # Installed only when missing, so a second run touches nothing.
 ensure_packages() {
   local wanted=(cmake ninja-build g++ pkg-config python3 libtbb-dev libspdlog-dev libfmt-dev

@@ -5,8 +5,9 @@
 #     main    RelWithDebInfo build in build/ (CUDA AUTO), ctest: every test
 #     tsan    ThreadSanitizer build in build-tsan/, ctest -R engine, TANDEM_TEST_SCALE=0.05
 #     asan    ASan+UBSan build in build-asan/, ctest: every test, TANDEM_TEST_SCALE=0.05
-#     embed   cmake --install build/ into a temporary prefix, then build and run examples/embed
-#             against the installed package
+#     embed   cmake --install build/ into a temporary prefix, then build and run against the
+#             installed package: examples/embed, an engine-only consumer (COMPONENTS engine,
+#             without BLAS or nlohmann-json) and a program linking every exported target
 #     demo    run the demo programs of build/ in their short --quick form
 #   bash scripts/test.sh tsan asan      # only the stages named (setup always runs first)
 #
@@ -123,7 +124,7 @@ stage_embed() {
   cmake --install "$BUILD_DIR" --prefix "$prefix"
   local file
   for file in include/tandem/engine.h lib/cmake/tandem/tandemConfig.cmake \
-    lib/cmake/tandem/tandemConfigVersion.cmake lib/cmake/tandem/tandemTargets.cmake; do
+    lib/cmake/tandem/tandemConfigVersion.cmake lib/cmake/tandem/tandemEngineTargets.cmake; do
     [[ -f "${prefix}/${file}" ]] || die "cmake --install did not install ${file}"
   done
   # A copy of the example outside the repository: it must build from the installed files alone.
@@ -132,8 +133,58 @@ stage_embed() {
     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
   cmake --build "${work}/embed-build" --parallel "$TANDEM_JOBS"
   "${work}/embed-build/embed"
+  check_engine_only_consumer "$work" "$prefix"
   check_all_exported_targets "$work" "$prefix"
   rm -rf "$work"
+}
+
+# An application that uses only the engine: find_package(tandem COMPONENTS engine) must load
+# tandem::engine alone and never look for BLAS or nlohmann_json. Both are disabled for this
+# configure (CMAKE_DISABLE_FIND_PACKAGE_*: a find_package of either fails, REQUIRED or not), and
+# the layers above the engine must not be imported; then the program links and runs.
+check_engine_only_consumer() {
+  local work=$1 prefix=$2
+  mkdir -p "${work}/engine-only"
+  cat >"${work}/engine-only/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(engine_only LANGUAGES CXX)
+find_package(tandem REQUIRED COMPONENTS engine)
+foreach(layer tandem::ops tandem::tandem)
+  if(TARGET ${layer})
+    message(FATAL_ERROR "find_package(tandem COMPONENTS engine) imported ${layer}")
+  endif()
+endforeach()
+add_executable(engine_only main.cc)
+target_link_libraries(engine_only PRIVATE tandem::engine)
+CMAKE
+  cat >"${work}/engine-only/main.cc" <<'CPP'
+#include <tandem/engine.h>
+
+#include <cstdio>
+
+int main() {
+  tandem::EngineConfig config;
+  config.cpu_workers = 2;
+  tandem::Engine::set_default(config);
+  tandem::Engine& engine = tandem::Engine::get();
+  tandem::Var v = engine.new_var();
+  int value = 0;
+  engine.push([&value] { value = 42; }, tandem::cpu(), {}, {v});
+  engine.wait_for_var(v);
+  engine.delete_var(v);
+  std::printf("engine-only consumer: %d CPU workers, value %d\n", engine.cpu_workers(), value);
+  return value == 42 && engine.cpu_workers() == 2 ? 0 : 1;
+}
+CPP
+  cmake -S "${work}/engine-only" -B "${work}/engine-only-build" -G Ninja \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+    -DCMAKE_DISABLE_FIND_PACKAGE_BLAS=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON
+  if grep -qiE 'lib(open)?blas' "${work}/engine-only-build/build.ninja"; then
+    die "the engine-only consumer's link line names BLAS"
+  fi
+  cmake --build "${work}/engine-only-build"
+  "${work}/engine-only-build/engine_only"
+  log "an engine-only consumer configures, links and runs with COMPONENTS engine"
 }
 
 # Links one program against every target the package exports (tandem::engine, and the layers
@@ -149,6 +200,12 @@ find_package(tandem REQUIRED)
 get_directory_property(imported IMPORTED_TARGETS)
 list(FILTER imported INCLUDE REGEX "^tandem::")
 message(STATUS "tandem's exported targets: ${imported}")
+# Without COMPONENTS the whole installed package is loaded.
+foreach(target tandem::engine tandem::ops tandem::tandem)
+  if(NOT TARGET ${target})
+    message(FATAL_ERROR "find_package(tandem) without COMPONENTS did not import ${target}")
+  endif()
+endforeach()
 add_executable(all_targets main.cc)
 target_link_libraries(all_targets PRIVATE ${imported})
 CMAKE
@@ -186,7 +243,7 @@ for stage in "${stages[@]}"; do
   case "$stage" in
     main | tsan | asan | embed | demo) ;;
     -h | --help)
-      sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *) die "unknown stage '${stage}' (stages: ${ALL_STAGES[*]})" ;;
@@ -197,7 +254,7 @@ declare -A stage_titles=(
   [main]="main: build/ + ctest"
   [tsan]="tsan: ${TSAN_DIR}/ + ctest -R engine"
   [asan]="asan+ubsan: ${ASAN_DIR}/ + ctest"
-  [embed]="embed: install + examples/embed"
+  [embed]="embed: install + consumers"
   [demo]="demo: examples --quick"
 )
 stage_titles[main]="main: ${BUILD_DIR}/ + ctest"

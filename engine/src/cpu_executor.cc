@@ -101,6 +101,12 @@ CpuExecutor::~CpuExecutor() {
   arena_.terminate();
 }
 
+int CpuExecutor::running_workers() const {
+  const auto cap = tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+  const auto workers_allowed = static_cast<int>(std::min<std::size_t>(cap - 1, 1 << 20));
+  return std::max(0, std::min(num_workers_, workers_allowed));
+}
+
 void CpuExecutor::submit(OpRecord* op) noexcept {
   if (is_urgent(op)) [[unlikely]] {
     urgent_.push(op);

@@ -2,8 +2,8 @@
 //
 // - The worker pool is a oneTBB arena, so that an op's own parallel_for (intra-op parallelism)
 //   uses the same threads as inter-op parallelism and the two never oversubscribe the cores.
-//   One TBB task per op would cost ~250 ns (see TOOLCHAIN.md), so a TBB task is a *drainer*: it
-//   runs ready ops from our own queues until they stay empty for `spin_before_park`, then
+//   One TBB task per op would cost ~250 ns (docs/toolchain.md), so a TBB task is a *drainer*:
+//   it runs ready ops from our own queues until they stay empty for `spin_before_park`, then
 //   returns, and TBB parks the thread. At most `cpu_workers` drainers exist at once.
 // - Ops with priority > 0 or on a copy queue go to the urgent queue, which every drainer checks
 //   first and which the priority lane's own threads serve, so such an op never waits behind
@@ -44,6 +44,10 @@ class CpuExecutor {
   // the caller submits as usual.
   bool run_next_here(OpRecord* op) noexcept;
   int num_workers() const { return num_workers_; }
+  // The arena's workers that can run: num_workers(), or fewer when a tbb::global_control of the
+  // process caps oneTBB's threads (the smallest live cap wins; it counts one non-worker thread).
+  int running_workers() const;
+  int num_priority_lanes() const { return static_cast<int>(priority_threads_.size()); }
   tbb::task_arena& arena() { return arena_; }
 
  private:

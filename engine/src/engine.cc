@@ -90,6 +90,9 @@ class EngineFacade final : public Engine {
     core().wait_all(detail::deadline_after(timeout));
   }
   EngineStats stats() const override { return core().stats(); }
+  int cpu_workers() const override { return core().cpu_workers(); }
+  int priority_workers() const override { return core().priority_workers(); }
+  int worker_lanes() const override { return core().worker_lanes(); }
 
  protected:
   void submit(detail::OpRecord* op, Device device, VarList reads, VarList writes,

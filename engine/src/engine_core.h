@@ -117,6 +117,10 @@ class EngineCore : public CompletionSink {
   virtual void wait_to_write(Var var, Deadline deadline) = 0;
   virtual void wait_all(Deadline deadline) = 0;
   virtual EngineStats stats() const = 0;
+  // The threads that run CPU ops (see Engine::cpu_workers); none for an inline core.
+  virtual int cpu_workers() const { return 0; }
+  virtual int priority_workers() const { return 0; }
+  virtual int worker_lanes() const { return 0; }
   // Finishes every pending op; false if some were still running after `timeout`.
   virtual bool shutdown(std::chrono::milliseconds timeout) = 0;
 

@@ -50,6 +50,12 @@ class ThreadedEngine final : public EngineCore {
  private:
   void release(OpRecord* op) noexcept override;
   std::string lane_name(int worker) const override;
+  // Not to be called during shutdown (cpu_ is reset there); the facade never does.
+  int cpu_workers() const override { return cpu_ ? cpu_->running_workers() : 0; }
+  int priority_workers() const override { return cpu_ ? cpu_->num_priority_lanes() : 0; }
+  int worker_lanes() const override {
+    return cpu_ ? cpu_->num_workers() + cpu_->num_priority_lanes() : 0;
+  }
   // The executor of accelerator `device`, created on first use.
   AcceleratorExecutor& accelerator_executor(Device device);
   std::vector<AcceleratorExecutor*> accelerator_executors();

@@ -86,3 +86,75 @@ TEST_CASE("pushing and running ops allocates nothing per op once the pools are w
     engine->wait_all();
   }
 }
+
+namespace {
+
+// Allocations counted over `ops` pushes of `fn` on `vars` (all read, the last one written too),
+// after one warm-up round of the same pushes.
+template <class Fn>
+long allocations_per_push_round(tandem::Engine& engine, const std::vector<tandem::Var>& vars,
+                                const Fn& fn, int ops) {
+  const std::vector<tandem::Var> reads(vars.begin(), vars.end() - 1);
+  const tandem::Var write = vars.back();
+  auto round = [&] {
+    for (int i = 0; i < ops; ++i) {
+      engine.push(fn, tandem::cpu(), reads, {write}, {.name = "limits"});
+    }
+    engine.wait_all();
+  };
+  round();
+  allocations.store(0);
+  counting.store(true);
+  round();
+  counting.store(false);
+  return allocations.load();
+}
+
+// A callable that fits inline except for one thing: it may throw when moved.
+struct ThrowingMove {
+  ThrowingMove() = default;
+  ThrowingMove(const ThrowingMove&) = default;
+  ThrowingMove(ThrowingMove&&) noexcept(false) {}
+  void operator()() const {}
+};
+
+}  // namespace
+
+TEST_CASE("a push allocates past the documented inline limits, and only past them") {
+  using tandem::detail::OpRecord;
+  auto engine = tandem::Engine::create({.cpu_workers = 2});
+  std::vector<tandem::Var> vars;
+  for (std::size_t i = 0; i < OpRecord::kInlineSlots + 1; ++i) vars.push_back(engine->new_var());
+  const std::vector<tandem::Var> six(vars.begin(), vars.begin() + OpRecord::kInlineSlots);
+  constexpr int kOps = 2000;
+
+  struct Fits {
+    unsigned char bytes[OpRecord::kInlineCallableBytes]{};
+    void operator()() const {}
+  };
+  struct TooBig {
+    unsigned char bytes[OpRecord::kInlineCallableBytes + 1]{};
+    void operator()() const {}
+  };
+  static_assert(sizeof(Fits) == OpRecord::kInlineCallableBytes);
+
+  const long within = allocations_per_push_round(*engine, six, Fits{}, kOps);
+  MESSAGE(within, " allocations for ", kOps, " pushes of 6 vars and a 96-byte callable");
+  CHECK(within <= 8 * 64);  // pool batches only, as in the test above
+
+  const long seven_vars = allocations_per_push_round(
+      *engine, vars, [] {}, kOps);
+  MESSAGE(seven_vars, " allocations for ", kOps, " pushes of 7 vars");
+  CHECK(seven_vars >= kOps);
+
+  const long big_callable = allocations_per_push_round(*engine, six, TooBig{}, kOps);
+  MESSAGE(big_callable, " allocations for ", kOps, " pushes of a 97-byte callable");
+  CHECK(big_callable >= kOps);
+
+  const long throwing_move = allocations_per_push_round(*engine, six, ThrowingMove{}, kOps);
+  MESSAGE(throwing_move, " allocations for ", kOps, " pushes of a callable that may throw on move");
+  CHECK(throwing_move >= kOps);
+
+  for (tandem::Var v : vars) engine->delete_var(v);
+  engine->wait_all();
+}

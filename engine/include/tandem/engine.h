@@ -95,6 +95,16 @@ class Engine {
   static void set_default(EngineKind kind);
   // A private engine, e.g. to compare kinds side by side in one process.
   static std::unique_ptr<Engine> create(const EngineConfig& config);
+  //
+  // set_default(config) and create(config) read no environment variable: an embedder sets
+  // everything from code. Only get() (the first time), set_default(EngineKind) and the
+  // accelerator registry (AcceleratorConfig::from_env, unless configure_accelerators was called
+  // first) read TANDEM_* variables.
+  //
+  //   tandem::EngineConfig config;        // the defaults, not the environment
+  //   config.cpu_workers = 4;              // 0: one per hardware thread
+  //   tandem::Engine::set_default(config); // before the first Engine::get()
+  //   int workers = tandem::Engine::get().cpu_workers();  // 4
   // The engine that serves `var`: the one whose new_var made it, or, if that one was destroyed
   // while the var was alive, its stand-in (see Lifetime above). Code that drops a var when an
   // object that may outlive its engine dies deletes it through this engine. Throws
@@ -108,12 +118,34 @@ class Engine {
   virtual EngineKind kind() const = 0;
   virtual const EngineConfig& config() const = 0;
 
+  // The CPU worker pool's threads that can run ops: EngineConfig::cpu_workers (0 there: one per
+  // hardware thread), fewer if the process caps oneTBB lower with its own
+  // tbb::global_control(max_allowed_parallelism, n), which leaves n - 1 workers. 0 for the naive
+  // engine, which runs every op inline.
+  virtual int cpu_workers() const = 0;
+  // The dedicated threads for urgent CPU ops (priority > 0, or a copy queue):
+  // EngineConfig::priority_workers; 0 for the naive engine.
+  virtual int priority_workers() const = 0;
+  // The bound on RunContext::worker() for CPU ops: every pool worker and priority lane reports
+  // an index below it, so per-worker scratch can be an array of this size. It is
+  // cpu_workers() + priority_workers(), except under a oneTBB cap (see cpu_workers): the pool
+  // keeps the slots it asked for and its running workers may use any of them. 0 for the naive
+  // engine.
+  virtual int worker_lanes() const = 0;
+
   virtual Var new_var() = 0;
 
   // Queues `fn` (callable as fn(RunContext&) or fn()) to run on `device` once every var it
   // reads and writes is free for it. Returns at once (naive engine: after running it). Throws
   // tandem::Error for an invalid var or device, or an unsupported queue; the op is then not
   // queued.
+  // A push takes no heap memory in steady state when `reads` and `writes` together list at most
+  // detail::OpRecord::kInlineSlots (6) vars (duplicates count: the lists' sizes are added before
+  // they are deduplicated), and `fn`, once
+  // decayed, is at most detail::OpRecord::kInlineCallableBytes (96) bytes, aligned to at most
+  // alignof(std::max_align_t) and nothrow-move-constructible. Past either limit the push
+  // allocates (the vars' slots, or a heap copy of `fn`) and is still correct, only slower.
+  // Capture large state by pointer or in a shared_ptr to stay inline.
   template <class Fn>
   void push(Fn&& fn, Device device, VarList reads, VarList writes, const OpProps& props = {}) {
     detail::OpRecord* op = detail::acquire_op_record();

@@ -52,8 +52,18 @@ class RunContext {
 
   Device device() const;
   const char* op_name() const;
-  // Index of the worker lane running the op (CPU pool worker, priority lane, or stream);
-  // -1 when it runs inline in the pushing or waiting thread.
+  // Index of the lane running the op:
+  // - a CPU op on a pool worker: [0, P), where P = Engine::worker_lanes() -
+  //   Engine::priority_workers() is the pool's size, Engine::cpu_workers() unless a oneTBB cap
+  //   keeps some of its workers from running;
+  // - a CPU op on priority lane i: P + i, i in [0, Engine::priority_workers()) (only urgent ops,
+  //   priority > 0 or a copy queue, run on the lanes; pool workers take them too, ahead of other
+  //   ops, so an urgent op may see either range);
+  //   every CPU op's index is below Engine::worker_lanes();
+  // - an accelerator op: its stream's index among the device's streams of its queue
+  //   (compute: [0, AcceleratorConfig::compute_streams), other queues: 0);
+  // - -1 when it runs inline in the pushing or waiting thread (the naive engine, and any engine
+  //   after the process started exiting).
   int worker() const { return worker_; }
   // The stream an accelerator op enqueues its work on (its queue on its device, picked by the
   // engine); nullptr for CPU ops.

@@ -123,7 +123,7 @@ CudaStream& cuda_stream_of(Stream& stream, const char* what) {
 
 int cuda_device_count() {
   static const int count = [] {
-    int n = 0;  // stays 0 when the call fails
+    int n = 0;  // left untouched when the call fails (docs/toolchain.md)
     const cudaError_t status = cudaGetDeviceCount(&n);
     if (status != cudaSuccess) {
       (void)cudaGetLastError();
