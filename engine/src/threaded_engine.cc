@@ -129,16 +129,19 @@ void ThreadedEngine::dispatch(OpRecord* op) noexcept {
   }
   // A CPU op behind device work still running waits for it off the workers (FenceWaiter).
   if (op->needs_fence_sync.load(std::memory_order_relaxed)) [[unlikely]] {
-    if (!fences_ended(op)) {
-      try {
-        fence_waiter_.submit(op);
-        return;
-      } catch (...) {
-        // No memory or no thread: the worker waits in settle_fences instead.
-      }
-    }
+    if (handed_to_fence_waiter(op)) return;
   }
   cpu_->submit(op);
+}
+
+bool ThreadedEngine::handed_to_fence_waiter(OpRecord* op) noexcept {
+  if (fences_ended(op)) return false;
+  try {
+    fence_waiter_.submit(op);
+    return true;
+  } catch (...) {
+    return false;  // no memory or no thread: the worker waits in settle_fences instead
+  }
 }
 
 void ThreadedEngine::dispatch_on_completion(OpRecord* op) noexcept {

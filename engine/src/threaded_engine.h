@@ -83,6 +83,9 @@ class ThreadedEngine final : public EngineCore {
   template <bool kProfiled>
   bool queue_on_vars(OpRecord* op);
   void dispatch(OpRecord* op) noexcept;
+  // Out of line, so that the common dispatch stays a tail call without an exception frame
+  // (callgrind, `independent`: dispatch 22.5 -> 18.8 instructions per op).
+  [[gnu::cold, gnu::noinline]] bool handed_to_fence_waiter(OpRecord* op) noexcept;
   // dispatch() for an op that a finishing op made ready.
   void dispatch_on_completion(OpRecord* op) noexcept;
   [[gnu::cold, gnu::noinline]] void dispatch_profiled(OpRecord* op) noexcept;
