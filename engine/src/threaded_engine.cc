@@ -199,12 +199,7 @@ void ThreadedEngine::settle_device_work(std::uint64_t pushed_before, Deadline de
     return a->push_sequence < b->push_sequence;
   });
   for (const DeviceWorkRef& work : works) {
-    wait_with_report([&](Deadline until) { return wait_for_device(*work, until); }, deadline,
-                     config().wait_warn_after, "wait_all",
-                     [&] {
-                       return "the device work of op '" + work->op_name + "' on " +
-                              to_string(work->device) + " has not ended";
-                     });
+    wait_for_device_reported(*work, deadline, "wait_all");
   }
   for (const DeviceWorkRef& work : works) device_error(*work);  // records failures, oldest first
 }
@@ -347,6 +342,16 @@ bool ThreadedEngine::wait_for_device(const DeviceWork& work, Deadline deadline) 
   return true;
 }
 
+void ThreadedEngine::wait_for_device_reported(const DeviceWork& work, Deadline deadline,
+                                              const char* call) {
+  wait_with_report([&](Deadline until) { return wait_for_device(work, until); }, deadline,
+                   config().wait_warn_after, call,
+                   [&] {
+                     return "the device work of op '" + work.op_name + "' on " +
+                            to_string(work.device) + " has not ended";
+                   });
+}
+
 void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call, Deadline deadline) {
   check_not_inside_op(call);
   VarState* state = checked_state(var, call);
@@ -378,12 +383,7 @@ void ThreadedEngine::wait_on_var(Var var, bool for_write, const char* call, Dead
   }
   // Host-side wait for the device work; a poison is newer than every fence the var still has.
   for (const DeviceWorkRef& work : seen->fences) {
-    wait_with_report([&](Deadline until) { return wait_for_device(*work, until); }, deadline,
-                     config().wait_warn_after, call,
-                     [&] {
-                       return "the device work of op '" + work->op_name + "' on " +
-                              to_string(work->device) + " has not ended";
-                     });
+    wait_for_device_reported(*work, deadline, call);
   }
   ErrorRef poison = seen->poison;
   if (!poison && seen->write_fenced) poison = device_error(*seen->fences.front());

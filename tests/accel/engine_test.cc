@@ -25,27 +25,6 @@ namespace {
 
 const EngineKind kKinds[] = {EngineKind::threaded, EngineKind::naive};
 
-// A sim op whose device work sets `*out = fn()` after `ms` of modelled time.
-template <class Fn>
-void push_sim(Engine& engine, Device device, VarList reads, VarList writes, const char* name,
-              double ms, Fn fn, Queue queue = Queue::compute) {
-  engine.push(
-      [fn, ms](RunContext& ctx) {
-        REQUIRE(ctx.stream() != nullptr);
-        ctx.stream()->enqueue_host(fn, cost_ms(ms));
-      },
-      device, reads, writes, {.name = name, .queue = queue});
-}
-
-std::string error_of(Engine& engine, Var var) {
-  try {
-    engine.wait_for_var(var);
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 double scale() {
   const char* text = std::getenv("TANDEM_TEST_SCALE");
   return text != nullptr ? std::max(0.01, std::atof(text)) : 1.0;

@@ -17,23 +17,6 @@ namespace {
 
 const EngineKind kKinds[] = {EngineKind::threaded, EngineKind::naive};
 
-// A sim op whose device work runs `fn` for `ms` of modelled time.
-template <class Fn>
-void push_sim(Engine& engine, Device device, VarList reads, VarList writes, const char* name,
-              double ms, Fn fn, Queue queue = Queue::compute) {
-  engine.push([fn, ms](RunContext& ctx) { ctx.stream()->enqueue_host(fn, cost_ms(ms)); }, device,
-              reads, writes, {.name = name, .queue = queue});
-}
-
-std::string error_of(Engine& engine, Var var) {
-  try {
-    engine.wait_for_var(var);
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 // Every error wait_all throws, in order, until it returns.
 std::vector<std::string> wait_all_errors(Engine& engine) {
   std::vector<std::string> errors;

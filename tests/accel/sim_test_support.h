@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace tandem_test {
@@ -39,6 +40,29 @@ inline void use_sim_test_config() {
 // A cost that the sim model holds for `ms` milliseconds.
 inline tandem::WorkCost cost_ms(double ms) {
   return {.flops = ms * kFlopsPerMs, .bytes = 0};
+}
+
+// A sim op whose device work runs `fn` for `ms` of modelled time.
+template <class Fn>
+void push_sim(tandem::Engine& engine, tandem::Device device, tandem::VarList reads,
+              tandem::VarList writes, const char* name, double ms, Fn fn,
+              tandem::Queue queue = tandem::Queue::compute) {
+  engine.push(
+      [fn, ms](tandem::RunContext& ctx) {
+        REQUIRE(ctx.stream() != nullptr);
+        ctx.stream()->enqueue_host(fn, cost_ms(ms));
+      },
+      device, reads, writes, {.name = name, .queue = queue});
+}
+
+// What wait_for_var(var) throws ("" if nothing).
+inline std::string error_of(tandem::Engine& engine, tandem::Var var) {
+  try {
+    engine.wait_for_var(var);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
 }
 
 // An engine for one test, and the vars it hands out (var()). When the test ends the vars are
