@@ -6,7 +6,7 @@
 
 namespace tandem::detail {
 
-FenceWaiter::~FenceWaiter() {
+void FenceWaiter::stop() {
   std::thread thread;
   {
     std::lock_guard lock(mutex_);

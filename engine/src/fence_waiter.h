@@ -35,13 +35,18 @@ class FenceWaiter {
  public:
   FenceWaiter(EngineCore& engine, CpuExecutor& cpu) : engine_(engine), cpu_(cpu) {}
   // Call only once no op is pending; hands on what is left, then joins the thread.
-  ~FenceWaiter();
+  ~FenceWaiter() { stop(); }
   FenceWaiter(const FenceWaiter&) = delete;
   FenceWaiter& operator=(const FenceWaiter&) = delete;
 
   // Takes a granted CPU op whose fences have not all ended. Throws (no memory, no thread) with
   // the op not taken: the caller then submits it to the CPU executor itself.
   void submit(OpRecord* op);
+
+  // Joins the thread. Call only once no op is pending, and before the CPU executor goes: the
+  // last op it handed on may complete (and let the engine shut down) while the thread is still
+  // inside CpuExecutor::submit, waking a drainer. Idempotent.
+  void stop();
 
  private:
   void run();

@@ -513,6 +513,7 @@ bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
     for (auto& slot : accel_slots_) slot.store(nullptr, std::memory_order_relaxed);
     accel_.clear();  // joins the launchers: nothing is pending, so they are idle
   }
+  fence_waiter_.stop();  // its last hand-on may still be in cpu_->submit
   cpu_.reset();
   return true;
 }
