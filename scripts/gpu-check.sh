@@ -1,106 +1,427 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # the stage functions are called through `stage`
-# The one command for the day a GPU machine is lent: builds tandem with the CUDA backend
-# (Release), runs the whole test suite on the GPU, runs the benchmarks with CUDA, and collects
-# everything in one folder (copied to $OUT when set).
+# shellcheck disable=SC2317  # the step functions are called through run_step
+# The GPU check: one call on a lent GPU machine that has the NVIDIA driver and a CUDA 13
+# installation but none of tandem's packages and no network. Two commands (docs/toolchain.md):
 #
-#   bash scripts/gpu-check.sh            # full benchmarks
-#   bash scripts/gpu-check.sh --quick    # benchmarks in their --quick form
+#   bash scripts/gpu-check.sh --bundle   # here, on the development machine: builds gpu-bundle/
+#                                        # (scripts/gpu-bundle.sh) and prints the `run` call
+#   bash scripts/gpu-check.sh            # there, with gpu-bundle/ carried in: runs the steps
 #
-# Environment: TANDEM_GPU_BUILD_DIR (default build-gpu), TANDEM_JOBS (default: all cores),
-# CMAKE_CUDA_ARCHITECTURES (default 90: H100/H200), OUT (where results are copied).
-# Every stage runs even after an earlier one failed; the exit status is non-zero if any failed,
-# and summary.txt says which. The machine needs the packages of scripts/setup.sh already
-# installed (lent GPU machines may have no network).
+# Steps, each with its own time limit, every one run even after an earlier one failed:
+#   libraries      the bundle is complete (checksums) and every program finds its libraries
+#   device         nvidia-smi and gpu_probe: the CUDA runtime sees a device (else exit 3)
+#   cuda-tests     tests/cuda on gpu(0); a "SKIPPED: no CUDA device" fails the step
+#   frontend-cuda  the front end's ops on cuda(0) against the cpu (frontend.devices,
+#                  frontend.multi_device, the round trips excepted)
+#   round-trips    the mixed-device round trips: accelerator -> cpu -> accelerator and back,
+#                  copies between every pair of devices, back-to-back allreduce, and the
+#                  differential mixed cpu/accelerator chains
+#   frontend       the rest of the front end's suites and the out-of-memory test
+#   examples       devices, accel_parallel --cuda, multi_device --cuda
+#   bench-overlap  bench_overlap on sim(0) and gpu(0): bench/results/overlap.json with gpu(0)
+#                  rows, its provenance and the regenerated docs/benchmarks.md
+#   memcheck       compute-sanitizer --tool memcheck on tests/cuda and frontend.devices
+#   synccheck      compute-sanitizer --tool synccheck on the same
+#
+# Everything (summary.txt, one log per step, the machine's description, the bundle's manifest,
+# the benchmark records and docs/benchmarks.md) is packed into ONE file, gpu-check.tar.gz, in
+# $OUT when it is set (the device tool's output folder), else in gpu-check-results/.
+#
+# Options: --quick (benchmark and examples in their short form), --only STEP[,STEP...] (a later
+# call for steps that ran out of time), --force (run every step even without a device: tests
+# this script on a machine without a GPU), --list (the steps and their limits).
+# Environment: TANDEM_GPU_BUNDLE (default gpu-bundle), TANDEM_GPU_CHECK_DIR (default
+# gpu-check-results), TANDEM_GPU_CHECK_BUDGET_S (default 560: the whole run, so that one call of
+# at most 600 s ends with its tarball written), TANDEM_CUDA_LIB_DIR (where the machine's
+# libcublas.so.13 is, when the search does not find it), TANDEM_COMPUTE_SANITIZER (its path).
+#
+# Exit status: 0 every step passed; 1 a step failed, timed out or did not fit in the time budget
+# (summary.txt names it); 2 bad usage; 3 no CUDA device (stopped after the device step); 4 no
+# usable bundle (missing, incomplete or its libraries not found on this machine) and none could
+# be built here.
+#
+# Without a bundle, on a machine that has the toolchain and scripts/setup.sh's packages, the
+# bundle is built in place first (scripts/gpu-bundle.sh with every core), then checked the same
+# way.
 set -uo pipefail
 
-quick=()
-for arg in "$@"; do
-  case $arg in
-    --quick) quick=(--quick) ;;
-    *)
-      echo "usage: scripts/gpu-check.sh [--quick]" >&2
-      exit 2
-      ;;
-  esac
-done
+readonly EXIT_FAILED=1 EXIT_USAGE=2 EXIT_NO_DEVICE=3 EXIT_NO_BUNDLE=4
+readonly STEPS=(libraries device cuda-tests frontend-cuda round-trips frontend examples
+  bench-overlap memcheck synccheck)
+declare -A LIMIT_S=([libraries]=60 [device]=60 [cuda-tests]=180 [frontend-cuda]=180
+  [round-trips]=180 [frontend]=180 [examples]=120 [bench-overlap]=240 [memcheck]=180
+  [synccheck]=180)
+# The test cases of frontend.devices and frontend.multi_device that move one array across
+# devices and back (the round trips of the correctness issue); doctest filter syntax.
+readonly ROUND_TRIP_CASES='copies between every pair of devices*,accelerator -> cpu -> accelerator*,cpu -> accelerator -> cpu*,two allreduce calls*'
+# What every program prints when it finds no GPU (tests/cuda, tests/frontend, bench/overlap).
+readonly SKIP_MARKER='SKIPPED.*no CUDA device'
+
+usage() {
+  echo "usage: scripts/gpu-check.sh [--quick] [--force] [--only STEP[,STEP...]] | --bundle | --list" >&2
+  exit "$EXIT_USAGE"
+}
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build="${TANDEM_GPU_BUILD_DIR:-$repo/build-gpu}"
-jobs="${TANDEM_JOBS:-$(nproc)}"
-arch="${CMAKE_CUDA_ARCHITECTURES:-90}"
-results="$build/gpu-check"
+quick=()
+force=0
+only=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --bundle) exec bash "$repo/scripts/gpu-bundle.sh" ;;
+    --quick) quick=(--quick) ;;
+    --force) force=1 ;;
+    --only)
+      [[ $# -ge 2 ]] || usage
+      only=$2
+      shift
+      ;;
+    --list)
+      for step in "${STEPS[@]}"; do echo "$step (${LIMIT_S[$step]} s)"; done
+      exit 0
+      ;;
+    *) usage ;;
+  esac
+  shift
+done
+for step in ${only//,/ }; do
+  [[ -n ${LIMIT_S[$step]:-} ]] || {
+    echo "gpu-check: unknown step '$step'; the steps: ${STEPS[*]}" >&2
+    exit "$EXIT_USAGE"
+  }
+done
+
+bundle=${TANDEM_GPU_BUNDLE:-$repo/gpu-bundle}
+bin=$bundle/bin
+results_root=${TANDEM_GPU_CHECK_DIR:-$repo/gpu-check-results}
+results=$results_root/gpu-check
+budget=${TANDEM_GPU_CHECK_BUDGET_S:-560}
+# Seconds kept back at the end for packing the results.
+readonly RESERVE_S=15
+started=$SECONDS
+rm -rf "$results_root"
 mkdir -p "$results"
-summary="$results/summary.txt"
-: > "$summary"
+summary=$results/summary.txt
 failed=0
 
-# stage NAME COMMAND...: runs COMMAND with its output in $results/NAME.log and a line in the
-# summary.
-stage() {
-  local name=$1
-  shift
-  echo "== gpu-check: $name"
-  local start=$SECONDS
-  if "$@" > "$results/$name.log" 2>&1; then
-    echo "$name: ok ($((SECONDS - start)) s)" | tee -a "$summary"
-  else
-    echo "$name: FAILED ($((SECONDS - start)) s), see $results/$name.log" | tee -a "$summary"
-    tail -n 40 "$results/$name.log"
-    failed=1
+note() { echo "gpu-check: $*" | tee -a "$summary"; }
+
+manifest_value() {
+  sed -n "s/^$1=//p" "$bundle/MANIFEST.txt" 2> /dev/null
+}
+
+# Packs $results into one tarball, copies it to $OUT when set, prints the summary, exits.
+finish() {
+  local status=$1
+  local tarball=$results_root/gpu-check.tar.gz
+  tar -czf "$tarball" -C "$results_root" gpu-check
+  if [[ -n ${OUT:-} ]]; then
+    mkdir -p "$OUT"
+    cp "$tarball" "$OUT/gpu-check.tar.gz"
+    tarball=$OUT/gpu-check.tar.gz
   fi
+  echo "== gpu-check summary (every log is in $tarball)"
+  cat "$summary"
+  echo "gpu-check: exit $status"
+  exit "$status"
 }
 
-device_info() {
-  command -v nvidia-smi > /dev/null && nvidia-smi
-  /usr/local/cuda/bin/nvcc --version
+# ---- the bundle and its library path --------------------------------------------------------
+
+# A bundle made here when none was carried and this machine can build one (the fallback mode).
+build_bundle_here() {
+  [[ -f $repo/scripts/gpu-bundle.sh && $bundle == "$repo/gpu-bundle" ]] || return 1
+  command -v cmake > /dev/null && command -v pkg-config > /dev/null &&
+    pkg-config --exists tbb spdlog && [[ -x /usr/local/cuda/bin/nvcc ]] || return 1
+  note "no bundle at $bundle: building one here (scripts/gpu-bundle.sh, log bundle.log)"
+  TANDEM_JOBS=$(nproc) timeout -k 10 "$((budget - RESERVE_S))" \
+    bash "$repo/scripts/gpu-bundle.sh" > "$results/bundle.log" 2>&1
 }
 
-configure() {
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES="$arch" -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=ON
+if [[ ! -f $bundle/MANIFEST.txt ]] && ! build_bundle_here; then
+  note "NO BUNDLE: $bundle/MANIFEST.txt is missing and this machine cannot build one (it needs" \
+    "cmake, nvcc and the packages of scripts/setup.sh). Make it on the development machine with" \
+    "'bash scripts/gpu-check.sh --bundle' and carry gpu-bundle in the run call."
+  finish "$EXIT_NO_BUNDLE"
+fi
+cp "$bundle/MANIFEST.txt" "$results/"
+
+# The folder holding the machine's cuBLAS (libcublas.so.13, libcublasLt.so.13: too large to
+# carry), or nothing when the loader finds them already.
+find_machine_cuda_libs() {
+  local wanted
+  read -r -a wanted <<< "$(manifest_value machine_libs)"
+  local needed=() library
+  for library in "${wanted[@]}"; do
+    [[ $library == libcuda.so.* ]] || needed+=("$library")
+  done
+  local missing=0
+  for library in "${needed[@]}"; do
+    ldconfig -p | grep -qF "$library " || missing=1
+  done
+  ((missing)) || return 0
+  local candidates=("${TANDEM_CUDA_LIB_DIR:-}" /usr/local/cuda/lib64 /usr/local/cuda/lib
+    /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib64 /usr/local/cuda-*/lib)
+  # CUDA's pip wheels (e.g. PyTorch's): site-packages/nvidia/{cu13,cublas}/lib.
+  local python_dirs
+  python_dirs=$(python3 -c 'import nvidia; print("\n".join(nvidia.__path__))' 2> /dev/null)
+  local dir
+  while read -r dir; do
+    [[ -n $dir ]] && candidates+=("$dir"/*/lib)
+  done <<< "$python_dirs"
+  for dir in "${candidates[@]}"; do
+    [[ -n $dir && -e $dir/${needed[0]} && -e $dir/${needed[-1]} ]] && {
+      echo "$dir"
+      return 0
+    }
+  done
+  local found
+  found=$(timeout 60 find / -xdev \( -path /proc -o -path /sys \) -prune -o \
+    -name "${needed[0]}" -print -quit 2> /dev/null)
+  [[ -n $found ]] && dirname "$found"
 }
 
-build_all() {
-  cmake --build "$build" --parallel "$jobs"
-}
+cuda_lib_dir=$(find_machine_cuda_libs)
+# The machine's own library path stays last: it may hold the driver (e.g. /usr/local/nvidia/lib64).
+export LD_LIBRARY_PATH=$bundle/lib${cuda_lib_dir:+:$cuda_lib_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The bundle's libstdc++/libgcc_s only where the machine's are older than the build's.
+if ldd "$bin/frontend_tests" 2>&1 | grep -q "GLIBCXX.* not found"; then
+  LD_LIBRARY_PATH=$bundle/lib:$bundle/lib/compat:${LD_LIBRARY_PATH#"$bundle"/lib:}
+fi
 
-run_tests() {
-  ctest --test-dir "$build" --output-on-failure --no-tests=error --timeout 1200 -j "$jobs"
-}
+# ---- steps ----------------------------------------------------------------------------------
 
-# On a GPU machine the gpu(i) tests must really run: a "SKIPPED: no CUDA device" is a failure.
-gpu_tests_ran() {
-  ctest --test-dir "$build" -R cuda -V --timeout 1200 | tee "$results/cuda-tests-verbose.log"
-  if grep -q "SKIPPED: no CUDA device" "$results/cuda-tests-verbose.log"; then
-    echo "gpu-check: the CUDA tests were skipped: the runtime sees no device" >&2
+# Fails when OUTPUT shows that a program found no GPU.
+ran_on_gpu() {
+  if grep -E "$SKIP_MARKER" <<< "$1" > /dev/null; then
+    echo "gpu-check: the GPU part was SKIPPED: the CUDA runtime saw no device" >&2
     return 1
   fi
 }
 
-benchmark() {
-  local suite=$1
-  TANDEM_BENCH_CUDA=ON bash "$repo/bench/run.sh" "$suite" "${quick[@]}"
+# Runs a doctest program, fails when it fails, ran no test case or skipped the GPU.
+doctest_on_gpu() {
+  local output status=0
+  output=$("$@" --no-intro=true 2>&1) || status=$?
+  printf '%s\n' "$output"
+  ((status == 0)) || return "$status"
+  if grep -Eq 'test cases: +0 ' <<< "$output"; then
+    echo "gpu-check: no test case matched: $*" >&2
+    return 1
+  fi
+  ran_on_gpu "$output"
 }
 
-stage device device_info
-stage configure configure
-stage build build_all
-stage tests run_tests
-stage gpu-tests gpu_tests_ran
-for suite in overlap frontend engine; do
-  stage "bench-$suite" benchmark "$suite"
-done
+step_libraries() {
+  echo "bundle: $bundle"
+  cat "$bundle/MANIFEST.txt"
+  (cd "$bundle" && sha256sum --check --quiet SHA256SUMS) || {
+    echo "gpu-check: the bundle is incomplete or damaged (checksums above)" >&2
+    return 1
+  }
+  echo "machine: $(ldd --version | head -n 1); the bundle needs $(manifest_value needs_glibc)"
+  echo "machine cuBLAS: ${cuda_lib_dir:-found by the loader cache}"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  local program listing status=0
+  for program in "$bin"/*; do
+    listing=$(ldd "$program" 2>&1)
+    printf '== %s\n%s\n' "${program##*/}" "$listing"
+    if grep -q "not found" <<< "$listing"; then
+      echo "gpu-check: ${program##*/} does not find: $(grep "not found" <<< "$listing" | xargs)" >&2
+      status=1
+    fi
+  done
+  return "$status"
+}
 
-# What the day produced: logs, benchmark records and the regenerated tables.
-cp -r "$repo/bench/results" "$results/bench-results" 2> /dev/null
-cp "$repo/docs/benchmarks.md" "$results/" 2> /dev/null
-cp "$build/Testing/Temporary/LastTest.log" "$results/ctest.log" 2> /dev/null
-if [[ -n ${OUT:-} ]]; then
-  mkdir -p "$OUT/gpu-check"
-  cp -r "$results/." "$OUT/gpu-check/"
-  echo "gpu-check: results copied to $OUT/gpu-check"
-fi
-echo "== gpu-check summary"
-cat "$summary"
-exit "$failed"
+step_device() {
+  if command -v nvidia-smi > /dev/null; then
+    nvidia-smi || echo "gpu-check: nvidia-smi failed"
+  else
+    echo "gpu-check: no nvidia-smi on the PATH"
+  fi
+  "$bin/gpu_probe"
+}
+
+step_cuda_tests() {
+  doctest_on_gpu "$bin/cuda_tests"
+}
+
+step_frontend_cuda() {
+  doctest_on_gpu "$bin/frontend_tests" --test-suite=frontend.devices,frontend.multi_device \
+    "--test-case-exclude=$ROUND_TRIP_CASES"
+}
+
+step_round_trips() {
+  local status=0
+  doctest_on_gpu "$bin/frontend_tests" --test-suite=frontend.devices,frontend.multi_device \
+    "--test-case=$ROUND_TRIP_CASES" || status=1
+  # Mixed cpu and accelerator chains against the naive engine (they draw their accelerators
+  # from sim; on a GPU machine they run there too, as the rest of the suite does).
+  "$bin/frontend_tests" --no-intro=true \
+    --test-suite=frontend.differential,frontend.differential_errors || status=1
+  return "$status"
+}
+
+step_frontend() {
+  local status=0
+  "$bin/frontend_tests" --no-intro=true \
+    --test-suite-exclude=frontend.devices,frontend.multi_device,frontend.differential,frontend.differential_errors ||
+    status=1
+  "$bin/frontend_oom_tests" --no-intro=true || status=1
+  return "$status"
+}
+
+step_examples() {
+  local status=0 output
+  output=$("$bin/devices" 2>&1) || status=1
+  printf '%s\n' "$output"
+  grep -q "a on gpu(0):" <<< "$output" || {
+    echo "gpu-check: the devices example made no array on gpu(0)" >&2
+    status=1
+  }
+  "$bin/accel_parallel" ${quick_flag:+--quick} --cuda || status=1
+  "$bin/multi_device" ${quick_flag:+--quick} --cuda || status=1
+  return "$status"
+}
+
+step_bench_overlap() {
+  local records=$repo/bench/results/overlap.json start=$SECONDS output status=0
+  output=$("$bin/bench_overlap" ${quick_flag:+--quick} --out "$records" 2>&1) || status=$?
+  printf '%s\n' "$output"
+  ((status == 0)) || return "$status"
+  ran_on_gpu "$output" || return 1
+  grep -q '"gpu(0)"' "$records" || {
+    echo "gpu-check: $records has no gpu(0) rows" >&2
+    return 1
+  }
+  mkdir -p "$results/bench-results"
+  cp "$records" "$results/bench-results/"
+  if ! command -v python3 > /dev/null; then
+    echo "gpu-check: no python3: the records are kept, docs/benchmarks.md is not regenerated"
+    return 0
+  fi
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -n 1)
+  python3 "$repo/bench/report.py" --record-run overlap \
+    --command "scripts/gpu-check.sh${quick_flag:+ --quick}" --seconds $((SECONDS - start)) \
+    --note "on ${gpu:-a GPU machine}: gpu-bundle built from commit $(manifest_value commit)" &&
+    python3 "$repo/bench/report.py" || return 1
+  cp "$repo/bench/results/overlap.meta.json" "$results/bench-results/"
+  cp "$repo/docs/benchmarks.md" "$results/"
+}
+
+# The compute-sanitizer of the machine's CUDA installation.
+find_compute_sanitizer() {
+  if [[ -n ${TANDEM_COMPUTE_SANITIZER:-} ]]; then
+    echo "$TANDEM_COMPUTE_SANITIZER"
+    return
+  fi
+  command -v compute-sanitizer && return
+  local candidate
+  for candidate in /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda/compute-sanitizer/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer \
+    /usr/local/cuda-*/compute-sanitizer/compute-sanitizer \
+    /opt/nvidia/*/compute-sanitizer/compute-sanitizer; do
+    [[ -x $candidate ]] && {
+      echo "$candidate"
+      return
+    }
+  done
+  timeout 30 find /usr/local /opt -maxdepth 6 -name compute-sanitizer -type f -perm -u+x \
+    -print -quit 2> /dev/null
+}
+
+sanitize() {
+  local tool=$1 sanitizer
+  sanitizer=$(find_compute_sanitizer)
+  if [[ -z $sanitizer ]]; then
+    echo "gpu-check: compute-sanitizer NOT FOUND (looked on the PATH, in /usr/local/cuda*," \
+      "/opt/nvidia; set TANDEM_COMPUTE_SANITIZER to its path)" >&2
+    return 1
+  fi
+  echo "$sanitizer: $("$sanitizer" --version | tail -n 1)"
+  # CUDA API errors are not counted: the failure-path tests provoke some on purpose and check
+  # them themselves; what fails the step is what the tool finds in the kernels and copies.
+  local options=(--tool "$tool" --error-exitcode 99 --print-limit 50 --report-api-errors no)
+  local status=0
+  doctest_on_gpu "$sanitizer" "${options[@]}" "$bin/cuda_tests" || status=1
+  # The front end's kernels on cuda(0), at a tenth of the sizes: the tool slows kernels a lot.
+  TANDEM_TEST_SCALE=0.1 doctest_on_gpu "$sanitizer" "${options[@]}" "$bin/frontend_tests" \
+    --test-suite=frontend.devices || status=1
+  return "$status"
+}
+
+step_memcheck() { sanitize memcheck; }
+step_synccheck() { sanitize synccheck; }
+
+# run_step NAME: runs step_NAME under its own time limit (cut to what is left of the budget)
+# with its output in NAME.log, and writes its line in summary.txt. Sets step_status.
+step_status=0
+run_step() {
+  local name=$1
+  step_status=0
+  if [[ -n $only && ",$only," != *",$name,"* ]]; then
+    return
+  fi
+  local left=$((budget - (SECONDS - started) - RESERVE_S))
+  local limit=${LIMIT_S[$name]}
+  ((limit <= left)) || limit=$left
+  if ((limit < 20)); then
+    printf '%-9s %-14s %s\n' NOT-RUN "$name" \
+      "out of the time budget: run again with --only $name" >> "$summary"
+    failed=1
+    step_status=1
+    return
+  fi
+  echo "== gpu-check: $name (limit ${limit} s)"
+  local start=$SECONDS log=$results/$name.log
+  local function=step_${name//-/_}
+  export -f "${function:?}"
+  timeout -k 10 "$limit" bash -c "$function" > "$log" 2>&1
+  step_status=$?
+  local seconds=$((SECONDS - start)) result=PASS
+  if ((step_status == 124 || step_status == 137)); then
+    result=TIMEOUT
+  elif ((step_status != 0)); then
+    result=FAIL
+  fi
+  printf '%-9s %-14s %4d s\n' "$result" "$name" "$seconds" >> "$summary"
+  if [[ $result != PASS ]]; then
+    failed=1
+    echo "gpu-check: $name: $result (exit $step_status); the end of $name.log:"
+    tail -n 25 "$log"
+  fi
+}
+
+# What the step functions use in their own bash (run_step starts each in one).
+export bin bundle repo results cuda_lib_dir ROUND_TRIP_CASES SKIP_MARKER
+export quick_flag=${quick[*]}
+export -f manifest_value ran_on_gpu doctest_on_gpu find_compute_sanitizer sanitize
+
+{
+  echo "gpu-check: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(uname -r));" \
+    "bundle from commit $(manifest_value commit), built $(manifest_value built)"
+} >> "$summary"
+{
+  uname -a
+  cat /etc/os-release 2> /dev/null
+  nproc
+  free -g 2> /dev/null
+  env | grep -E '^(CUDA|NVIDIA|LD_LIBRARY_PATH|PATH)' | sort
+} > "$results/machine.txt" 2>&1
+
+for step in "${STEPS[@]}"; do
+  run_step "$step"
+  if [[ $step == libraries && $step_status -ne 0 ]]; then
+    note "the bundle does not run on this machine (libraries.log says why): stopping"
+    finish "$EXIT_NO_BUNDLE"
+  fi
+  if [[ $step == device && $step_status -ne 0 && $force -eq 0 ]]; then
+    note "NO CUDA DEVICE: the device step found none (device.log: nvidia-smi and gpu_probe)." \
+      "The other steps need one; stopping with exit $EXIT_NO_DEVICE (--force runs them anyway)."
+    finish "$EXIT_NO_DEVICE"
+  fi
+done
+((failed == 0)) || finish "$EXIT_FAILED"
+finish 0
