@@ -2,22 +2,26 @@
 # Makes gpu-bundle/, everything scripts/gpu-check.sh needs on a lent GPU machine that has the
 # NVIDIA driver and the CUDA 13 libraries but none of tandem's Debian packages and no network.
 # Run it on the development machine (it needs the packages of scripts/setup.sh --bench and the
-# CUDA toolkit), usually as `bash scripts/gpu-check.sh --bundle`:
+# CUDA toolkit), usually as `bash scripts/gpu-check.sh --bundle`. The bundle is put together in
+# $TANDEM_GPU_BUILD_DIR/bundle/:
 #
-#   gpu-bundle/bin/        the test programs, the overlap benchmark, three GPU examples and
-#                          gpu_probe, built Release for sm_$CMAKE_CUDA_ARCHITECTURES, stripped
-#   gpu-bundle/lib/        the shared libraries they need that a bare machine lacks (ldd):
-#                          oneTBB, spdlog, fmt, OpenBLAS and its Fortran runtime, cudart
-#   gpu-bundle/lib/compat/ libstdc++ and libgcc_s, used there only when the machine's are older
-#   gpu-bundle/MANIFEST.txt, SHA256SUMS   what was built from which commit, what the machine must
-#                          provide (glibc, the driver, cuBLAS 13), and the files' checksums
+#   bin/          the test programs, the overlap benchmark, three GPU examples and gpu_probe,
+#                 built Release for sm_$CMAKE_CUDA_ARCHITECTURES, stripped
+#   lib/          the shared libraries they need that a bare machine lacks (found with ldd):
+#                 oneTBB, spdlog, fmt, OpenBLAS and its Fortran runtime, cudart
+#   lib/compat/   libstdc++ and libgcc_s, used there only when the machine's are older
+#   MANIFEST.txt  which commit and build, what the machine must provide (glibc, the driver,
+#                 cuBLAS 13); SHA256SUMS: the files' checksums
+#
+# and carried as gpu-bundle/bundle.tar.gz (gzip: about a third of the size, which keeps it under
+# the 64 MiB a call carries) with a copy of MANIFEST.txt beside it.
 #
 # Not carried: glibc (the machine has its own), the driver (libcuda, libnvidia-*) and cuBLAS
-# (libcublas.so.13 is 54 MB and libcublasLt.so.13 541 MB, beyond the 64 MiB a call can carry;
-# the machine's CUDA 13 installation provides them and gpu-check.sh finds them there).
+# (libcublas.so.13 is 54 MB and libcublasLt.so.13 541 MB; the machine's CUDA 13 installation
+# provides them and gpu-check.sh finds them there).
 #
-# Ends by running the bundle here with nothing but it and the CUDA library folder on the library
-# path (env -i), and prints its size and the device tool's `run` call that uses it.
+# Before packing, the bundle is run here with nothing but it and the CUDA library folder on the
+# library path (env -i). Ends with the sizes and the device tool's `run` call that uses it.
 #
 # Environment: TANDEM_GPU_BUILD_DIR (default build-gpu-bundle), CMAKE_CUDA_ARCHITECTURES
 # (default 90: H100/H200), TANDEM_JOBS (default 2).
@@ -29,8 +33,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TANDEM_ROOT"
 
 BUILD_DIR="${TANDEM_GPU_BUILD_DIR:-build-gpu-bundle}"
+# The carried folder: the staged bundle as one gzip tarball (a third of its size, under the
+# call's limit) and a copy of its manifest.
 BUNDLE=gpu-bundle
+BUNDLE_ARCHIVE=$BUNDLE/bundle.tar.gz
 ARCH="${CMAKE_CUDA_ARCHITECTURES:-90}"
+# Where the bundle is put together (and checked) before it is packed.
+STAGE="$(realpath -m "$BUILD_DIR")/bundle"
 # What one call of the device tool carries: the working tree and the carried folders together.
 LIMIT_BYTES=$((64 * 1024 * 1024))
 # Build target -> its path in the build tree. The examples are the three that use gpu(0).
@@ -84,13 +93,13 @@ build() {
   cmake --build "$BUILD_DIR" --parallel "$TANDEM_JOBS" --target "${targets[@]}"
 }
 
-# The toolkit the build used (its nvcc, from the CMake cache) and the folder of its libcudart.
+# The toolkit the build used (as CMake recorded it) and the folder of its libcudart.
 CUDA_ROOT=""
 CUDA_LIB=""
 find_cuda() {
-  local nvcc
-  nvcc=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt")
-  CUDA_ROOT=$(dirname "$(dirname "$nvcc")")
+  CUDA_ROOT=$(sed -n 's/^set(CMAKE_CUDA_COMPILER_TOOLKIT_ROOT "\(.*\)")$/\1/p' \
+    "$BUILD_DIR"/CMakeFiles/*/CMakeCUDACompiler.cmake | head -n 1)
+  [[ -n $CUDA_ROOT ]] || die "$BUILD_DIR does not say which CUDA toolkit it was built with"
   local dir
   for dir in "$CUDA_ROOT/lib64" "$CUDA_ROOT/lib" "$CUDA_ROOT/targets/x86_64-linux/lib"; do
     if [[ -e $dir/libcudart.so ]]; then
@@ -98,26 +107,26 @@ find_cuda() {
       return
     fi
   done
-  die "no libcudart.so under $CUDA_ROOT (the toolkit of $nvcc)"
+  die "no libcudart.so under $CUDA_ROOT, the CUDA toolkit of $BUILD_DIR"
 }
 
 copy_programs() {
-  rm -rf "$BUNDLE"
-  mkdir -p "$BUNDLE/bin" "$BUNDLE/lib/compat"
+  rm -rf "$STAGE"
+  mkdir -p "$STAGE/bin" "$STAGE/lib/compat"
   local entry
   for entry in "${PROGRAMS[@]}"; do
-    install -m 755 "$BUILD_DIR/${entry#*:}" "$BUNDLE/bin/"
+    install -m 755 "$BUILD_DIR/${entry#*:}" "$STAGE/bin/"
   done
   g++ -O2 -std=c++20 -Wall -Wextra -Wpedantic -Werror -isystem "$CUDA_ROOT/include" \
-    scripts/gpu_probe.cc -L"$CUDA_LIB" -lcudart -o "$BUNDLE/bin/gpu_probe"
-  strip --strip-unneeded "$BUNDLE"/bin/*
+    scripts/gpu_probe.cc -L"$CUDA_LIB" -lcudart -o "$STAGE/bin/gpu_probe"
+  strip --strip-unneeded "$STAGE"/bin/*
 }
 
 # Copies every library the programs load (ldd, so dependencies of dependencies too) except the
 # machine's own; fails on any library that cannot be found here.
 copy_libraries() {
   local listing
-  listing=$(for program in "$BUNDLE"/bin/*; do
+  listing=$(for program in "$STAGE"/bin/*; do
     LD_LIBRARY_PATH="$CUDA_LIB" ldd "$program"
   done)
   if grep -q "not found" <<< "$listing"; then
@@ -128,24 +137,24 @@ copy_libraries() {
   while read -r name path; do
     [[ $name =~ $MACHINE_LIBS_PATTERN ]] && continue
     if [[ $name =~ $COMPAT_LIBS_PATTERN ]]; then
-      cp -L "$path" "$BUNDLE/lib/compat/$name"
+      cp -L "$path" "$STAGE/lib/compat/$name"
     else
-      cp -L "$path" "$BUNDLE/lib/$name"
+      cp -L "$path" "$STAGE/lib/$name"
     fi
   done < <(awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' <<< "$listing" | sort -u)
   local library
   for library in "${DLOPENED_LIBS[@]}"; do
     path=$(ldconfig -p | awk -v name="$library" '$1 == name { print $NF; exit }')
-    [[ -n $path ]] && cp -L "$path" "$BUNDLE/lib/$library"
+    [[ -n $path ]] && cp -L "$path" "$STAGE/lib/$library"
   done
-  chmod 644 "$BUNDLE"/lib/*.so* "$BUNDLE"/lib/compat/*
-  strip --strip-unneeded "$BUNDLE"/lib/*.so* "$BUNDLE"/lib/compat/*
+  chmod 644 "$STAGE"/lib/*.so* "$STAGE"/lib/compat/*
+  strip --strip-unneeded "$STAGE"/lib/*.so* "$STAGE"/lib/compat/*
 }
 
 # The newest symbol version of `family` (GLIBC, GLIBCXX) that the bundle's files ask for.
 newest_version() {
   local family=$1
-  objdump -T "$BUNDLE"/bin/* "$BUNDLE"/lib/*.so* 2> /dev/null |
+  objdump -T "$STAGE"/bin/* "$STAGE"/lib/*.so* 2> /dev/null |
     grep -o "${family}_[0-9][0-9.]*" | sort -uV | tail -n 1
 }
 
@@ -167,16 +176,16 @@ write_manifest() {
     echo "needs_glibc=$(newest_version GLIBC)"
     echo "needs_glibcxx=$(newest_version GLIBCXX)"
     echo "machine_libs=libcuda.so.1 libcublas.so.13 libcublasLt.so.13"
-  } > "$BUNDLE/MANIFEST.txt"
-  (cd "$BUNDLE" && find bin lib -type f -print0 | sort -z | xargs -0 sha256sum > SHA256SUMS)
+  } > "$STAGE/MANIFEST.txt"
+  (cd "$STAGE" && find bin lib -type f -print0 | sort -z | xargs -0 sha256sum > SHA256SUMS)
 }
 
 # The bundle run here the way the GPU machine runs it: a clean environment, the bundle's lib/
 # and the CUDA library folder (standing in for the machine's cuBLAS) alone on the library path.
 check_bundle_alone() {
-  local cuda_lib=$CUDA_LIB path=$TANDEM_ROOT/$BUNDLE/lib
+  local cuda_lib=$CUDA_LIB path=$STAGE/lib
   local program resolved
-  for program in "$BUNDLE"/bin/*; do
+  for program in "$STAGE"/bin/*; do
     resolved=$(env -i LD_LIBRARY_PATH="$path:$cuda_lib" ldd "$program")
     if grep -q "not found" <<< "$resolved"; then
       echo "$resolved" >&2
@@ -191,18 +200,25 @@ check_bundle_alone() {
   done
   log "every program resolves its libraries from the bundle, glibc and the CUDA folder alone"
   local probe_status=0
-  env -i LD_LIBRARY_PATH="$path:$cuda_lib" "$BUNDLE/bin/gpu_probe" || probe_status=$?
+  env -i LD_LIBRARY_PATH="$path:$cuda_lib" "$STAGE/bin/gpu_probe" || probe_status=$?
   # 0: a GPU is here too; 3: no device, the expected answer on a development machine.
   [[ $probe_status -eq 0 || $probe_status -eq 3 ]] || die "gpu_probe failed (exit $probe_status)"
   local scratch
   scratch=$(mktemp -d)
   log "smoke test: frontend.devices and cuda.availability on cpu and sim, from the bundle alone"
   (cd "$scratch" && env -i LD_LIBRARY_PATH="$path:$cuda_lib" TANDEM_TEST_SCALE=0.05 \
-    "$TANDEM_ROOT/$BUNDLE/bin/frontend_tests" --test-suite=frontend.devices --no-intro=true &&
+    "$STAGE/bin/frontend_tests" --test-suite=frontend.devices --no-intro=true &&
     env -i LD_LIBRARY_PATH="$path:$cuda_lib" \
-      "$TANDEM_ROOT/$BUNDLE/bin/cuda_tests" --test-suite=cuda.availability --no-intro=true) ||
+      "$STAGE/bin/cuda_tests" --test-suite=cuda.availability --no-intro=true) ||
     die "the bundle's programs fail here with only the bundle on the library path"
   rm -rf "$scratch"
+}
+
+pack() {
+  rm -rf "$BUNDLE"
+  mkdir -p "$BUNDLE"
+  tar -czf "$BUNDLE_ARCHIVE" -C "$STAGE" .
+  cp "$STAGE/MANIFEST.txt" "$BUNDLE/"
 }
 
 report_size() {
@@ -212,9 +228,10 @@ report_size() {
   tree_bytes=$(git ls-files -z --cached --others --exclude-standard |
     xargs -0 stat -c %s 2> /dev/null | awk '{ s += $1 } END { print s + 0 }')
   local total=$((bundle_bytes + tree_bytes))
-  log "bundle: $((bundle_bytes / 1024)) KiB; working tree: $((tree_bytes / 1024)) KiB;" \
-    "together $((total / 1024)) KiB of the $((LIMIT_BYTES / 1024)) KiB a call carries"
-  du -sh "$BUNDLE"/bin/* "$BUNDLE"/lib/*.so* "$BUNDLE"/lib/compat/* | sed 's/^/  /'
+  log "unpacked: $(du -sh "$STAGE" | cut -f1); what it holds:"
+  (cd "$STAGE" && du -sh bin/* lib/*.so* lib/compat/*) | sed 's/^/  /'
+  log "carried: $BUNDLE/ $((bundle_bytes / 1024)) KiB; working tree: $((tree_bytes / 1024))" \
+    "KiB; together $((total / 1024)) KiB of the $((LIMIT_BYTES / 1024)) KiB a call carries"
   ((total <= LIMIT_BYTES)) ||
     die "bundle and working tree together exceed the 64 MiB a call carries"
   cat << EOF
@@ -235,4 +252,5 @@ copy_programs
 copy_libraries
 write_manifest
 check_bundle_alone
+pack
 report_size

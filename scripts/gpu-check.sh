@@ -54,8 +54,9 @@ declare -A LIMIT_S=([libraries]=60 [device]=60 [cuda-tests]=180 [frontend-cuda]=
 # The test cases of frontend.devices and frontend.multi_device that move one array across
 # devices and back (the round trips of the correctness issue); doctest filter syntax.
 readonly ROUND_TRIP_CASES='copies between every pair of devices*,accelerator -> cpu -> accelerator*,cpu -> accelerator -> cpu*,two allreduce calls*'
-# What every program prints when it finds no GPU (tests/cuda, tests/frontend, bench/overlap).
-readonly SKIP_MARKER='SKIPPED.*no CUDA device'
+# What the programs print when they find no GPU (tests/cuda, tests/frontend, bench/overlap,
+# examples). A "SKIPPED: one CUDA device, no peer copy to try" is not one of these.
+readonly SKIP_MARKER='SKIPPED.*(no CUDA device|no gpu device|gpu\(0\) is not available)'
 
 usage() {
   echo "usage: scripts/gpu-check.sh [--quick] [--force] [--only STEP[,STEP...]] | --bundle | --list" >&2
@@ -91,8 +92,8 @@ for step in ${only//,/ }; do
   }
 done
 
-bundle=${TANDEM_GPU_BUNDLE:-$repo/gpu-bundle}
-bin=$bundle/bin
+# The carried folder (gpu-bundle/bundle.tar.gz) and where its tarball is unpacked.
+carried=${TANDEM_GPU_BUNDLE:-$repo/gpu-bundle}
 results_root=${TANDEM_GPU_CHECK_DIR:-$repo/gpu-check-results}
 results=$results_root/gpu-check
 budget=${TANDEM_GPU_CHECK_BUDGET_S:-560}
@@ -130,20 +131,34 @@ finish() {
 
 # A bundle made here when none was carried and this machine can build one (the fallback mode).
 build_bundle_here() {
-  [[ -f $repo/scripts/gpu-bundle.sh && $bundle == "$repo/gpu-bundle" ]] || return 1
+  [[ -f $repo/scripts/gpu-bundle.sh && $carried == "$repo/gpu-bundle" ]] || return 1
   command -v cmake > /dev/null && command -v pkg-config > /dev/null &&
     pkg-config --exists tbb spdlog && [[ -x /usr/local/cuda/bin/nvcc ]] || return 1
-  note "no bundle at $bundle: building one here (scripts/gpu-bundle.sh, log bundle.log)"
+  note "no bundle in $carried: building one here (scripts/gpu-bundle.sh, log bundle.log)"
   TANDEM_JOBS=$(nproc) timeout -k 10 "$((budget - RESERVE_S))" \
     bash "$repo/scripts/gpu-bundle.sh" > "$results/bundle.log" 2>&1
 }
 
-if [[ ! -f $bundle/MANIFEST.txt ]] && ! build_bundle_here; then
-  note "NO BUNDLE: $bundle/MANIFEST.txt is missing and this machine cannot build one (it needs" \
-    "cmake, nvcc and the packages of scripts/setup.sh). Make it on the development machine with" \
-    "'bash scripts/gpu-check.sh --bundle' and carry gpu-bundle in the run call."
+# Sets `bundle` to an unpacked bundle: the carried tarball unpacked into $results_root/bundle,
+# or the carried folder itself when it is already unpacked (bin/, lib/, MANIFEST.txt).
+bundle=""
+if [[ -f $carried/MANIFEST.txt && -d $carried/bin ]]; then
+  bundle=$carried
+elif [[ -f $carried/bundle.tar.gz ]] || build_bundle_here; then
+  bundle=$results_root/bundle
+  mkdir -p "$bundle"
+  tar -xzf "$carried/bundle.tar.gz" -C "$bundle" || {
+    note "NO BUNDLE: $carried/bundle.tar.gz does not unpack (an incomplete copy?)"
+    finish "$EXIT_NO_BUNDLE"
+  }
+fi
+if [[ -z $bundle || ! -f $bundle/MANIFEST.txt ]]; then
+  note "NO BUNDLE: no $carried/bundle.tar.gz, and this machine cannot build one (that needs" \
+    "cmake, nvcc and the packages of scripts/setup.sh --bench). Make it on the development" \
+    "machine with 'bash scripts/gpu-check.sh --bundle' and name gpu-bundle in the run call's carry."
   finish "$EXIT_NO_BUNDLE"
 fi
+bin=$bundle/bin
 cp "$bundle/MANIFEST.txt" "$results/"
 
 # The folder holding the machine's cuBLAS (libcublas.so.13, libcublasLt.so.13: too large to
@@ -280,8 +295,12 @@ step_examples() {
     echo "gpu-check: the devices example made no array on gpu(0)" >&2
     status=1
   }
-  "$bin/accel_parallel" ${quick_flag:+--quick} --cuda || status=1
-  "$bin/multi_device" ${quick_flag:+--quick} --cuda || status=1
+  output=$("$bin/accel_parallel" ${quick_flag:+--quick} --cuda 2>&1) || status=1
+  printf '%s\n' "$output"
+  ran_on_gpu "$output" || status=1
+  output=$("$bin/multi_device" ${quick_flag:+--quick} --cuda 2>&1) || status=1
+  printf '%s\n' "$output"
+  ran_on_gpu "$output" || status=1
   return "$status"
 }
 
@@ -383,6 +402,8 @@ run_step() {
   local seconds=$((SECONDS - start)) result=PASS
   if ((step_status == 124 || step_status == 137)); then
     result=TIMEOUT
+  elif [[ $name == device && $step_status -eq $EXIT_NO_DEVICE ]]; then
+    result=NO-DEVICE
   elif ((step_status != 0)); then
     result=FAIL
   fi
