@@ -9,7 +9,7 @@
 # Each suite writes bench/results/SUITE.json (its records) and bench/results/SUITE.meta.json
 # (how, where and when it ran); bench/report.py turns every results file into a table between
 # the suite's markers in docs/benchmarks.md. Builds go to build-bench/ (Release, no tests, no
-# CUDA unless TANDEM_BENCH_CUDA=ON, as scripts/gpu-check.sh sets), which is reused between runs.
+# CUDA unless TANDEM_BENCH_CUDA=ON), which is reused between runs.
 set -euo pipefail
 
 usage() {

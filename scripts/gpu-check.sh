@@ -324,9 +324,22 @@ step_bench_overlap() {
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -n 1)
   python3 "$repo/bench/report.py" --record-run overlap \
     --command "scripts/gpu-check.sh${quick_flag:+ --quick}" --seconds $((SECONDS - start)) \
-    --note "on ${gpu:-a GPU machine}: gpu-bundle built from commit $(manifest_value commit)" &&
-    python3 "$repo/bench/report.py" || return 1
-  cp "$repo/bench/results/overlap.meta.json" "$results/bench-results/"
+    --note "on ${gpu:-a GPU machine}: gpu-bundle built from commit $(manifest_value commit)" ||
+    return 1
+  local meta=$repo/bench/results/overlap.meta.json
+  # The copy of the repository here may have no .git: the commit is the bundle's.
+  python3 - "$meta" "$(manifest_value commit)" "$(manifest_value uncommitted_changes)" << 'EOF' || return 1
+import json, sys
+path, commit, dirty = sys.argv[1:]
+with open(path) as f:
+    meta = json.load(f)
+if meta.get("git_commit", "unknown") == "unknown":
+    meta["git_commit"], meta["uncommitted_changes"] = commit, dirty == "yes"
+with open(path, "w") as f:
+    f.write(json.dumps(meta, indent=2) + "\n")
+EOF
+  python3 "$repo/bench/report.py" || return 1
+  cp "$meta" "$results/bench-results/"
   cp "$repo/docs/benchmarks.md" "$results/"
 }
 
