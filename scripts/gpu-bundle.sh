@@ -225,7 +225,7 @@ report_size() {
   local bundle_bytes tree_bytes
   bundle_bytes=$(du -sb "$BUNDLE" | cut -f1)
   # What else travels: tracked files and untracked ones that git does not ignore.
-  tree_bytes=$(git ls-files -z --cached --others --exclude-standard |
+  tree_bytes=$({ git ls-files -z --cached --others --exclude-standard 2> /dev/null || true; } |
     xargs -0 stat -c %s 2> /dev/null | awk '{ s += $1 } END { print s + 0 }')
   local total=$((bundle_bytes + tree_bytes))
   log "unpacked: $(du -sh "$STAGE" | cut -f1); what it holds:"

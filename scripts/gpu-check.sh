@@ -161,8 +161,11 @@ fi
 bin=$bundle/bin
 cp "$bundle/MANIFEST.txt" "$results/"
 
-# The folder holding the machine's cuBLAS (libcublas.so.13, libcublasLt.so.13: too large to
-# carry), or nothing when the loader finds them already.
+# Sets cuda_lib_dir to the folder holding the machine's cuBLAS (libcublas.so.13,
+# libcublasLt.so.13: too large to carry), left empty when the loader's cache has them, and
+# cuda_lib_where to a description of what was found.
+cuda_lib_dir=""
+cuda_lib_where=""
 find_machine_cuda_libs() {
   local wanted
   read -r -a wanted <<< "$(manifest_value machine_libs)"
@@ -174,7 +177,10 @@ find_machine_cuda_libs() {
   for library in "${needed[@]}"; do
     ldconfig -p | grep -qF "$library " || missing=1
   done
-  ((missing)) || return 0
+  if ((missing == 0)); then
+    cuda_lib_where="in the loader's cache"
+    return
+  fi
   local candidates=("${TANDEM_CUDA_LIB_DIR:-}" /usr/local/cuda/lib64 /usr/local/cuda/lib
     /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib64 /usr/local/cuda-*/lib)
   # CUDA's pip wheels (e.g. PyTorch's): site-packages/nvidia/{cu13,cublas}/lib.
@@ -185,18 +191,24 @@ find_machine_cuda_libs() {
     [[ -n $dir ]] && candidates+=("$dir"/*/lib)
   done <<< "$python_dirs"
   for dir in "${candidates[@]}"; do
-    [[ -n $dir && -e $dir/${needed[0]} && -e $dir/${needed[-1]} ]] && {
-      echo "$dir"
-      return 0
-    }
+    if [[ -n $dir && -e $dir/${needed[0]} && -e $dir/${needed[-1]} ]]; then
+      cuda_lib_dir=$dir
+      cuda_lib_where=$dir
+      return
+    fi
   done
   local found
   found=$(timeout 60 find / -xdev \( -path /proc -o -path /sys \) -prune -o \
     -name "${needed[0]}" -print -quit 2> /dev/null)
-  [[ -n $found ]] && dirname "$found"
+  if [[ -n $found ]]; then
+    cuda_lib_dir=$(dirname "$found")
+    cuda_lib_where="$cuda_lib_dir (found with find)"
+  else
+    cuda_lib_where="NOT FOUND: ${needed[*]} are in no searched place"
+  fi
 }
 
-cuda_lib_dir=$(find_machine_cuda_libs)
+find_machine_cuda_libs
 # The machine's own library path stays last: it may hold the driver (e.g. /usr/local/nvidia/lib64).
 export LD_LIBRARY_PATH=$bundle/lib${cuda_lib_dir:+:$cuda_lib_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # The bundle's libstdc++/libgcc_s only where the machine's are older than the build's.
@@ -235,7 +247,7 @@ step_libraries() {
     return 1
   }
   echo "machine: $(ldd --version | head -n 1); the bundle needs $(manifest_value needs_glibc)"
-  echo "machine cuBLAS: ${cuda_lib_dir:-found by the loader cache}"
+  echo "machine cuBLAS: $cuda_lib_where"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   local program listing status=0
   for program in "$bin"/*; do
@@ -246,6 +258,11 @@ step_libraries() {
       status=1
     fi
   done
+  if ((status != 0)); then
+    echo "gpu-check: libraries are missing (above). cuBLAS 13 comes from this machine: it was" \
+      "looked for in the loader cache, /usr/local/cuda*, CUDA's pip wheels and with find;" \
+      "set TANDEM_CUDA_LIB_DIR to the folder holding libcublas.so.13" >&2
+  fi
   return "$status"
 }
 
@@ -429,7 +446,7 @@ run_step() {
 }
 
 # What the step functions use in their own bash (run_step starts each in one).
-export bin bundle repo results cuda_lib_dir ROUND_TRIP_CASES SKIP_MARKER
+export bin bundle repo results cuda_lib_dir cuda_lib_where ROUND_TRIP_CASES SKIP_MARKER
 export quick_flag=${quick[*]}
 export -f manifest_value ran_on_gpu doctest_on_gpu find_compute_sanitizer sanitize
 
