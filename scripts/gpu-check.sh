@@ -100,7 +100,8 @@ budget=${TANDEM_GPU_CHECK_BUDGET_S:-560}
 # Seconds kept back at the end for packing the results.
 readonly RESERVE_S=15
 started=$SECONDS
-rm -rf "$results_root"
+# Only what this script writes there is removed: the folder may be one the caller named.
+rm -rf "$results" "$results_root/bundle" "$results_root/gpu-check.tar.gz"
 mkdir -p "$results"
 summary=$results/summary.txt
 failed=0
@@ -151,6 +152,11 @@ elif [[ -f $carried/bundle.tar.gz ]] || build_bundle_here; then
     note "NO BUNDLE: $carried/bundle.tar.gz does not unpack (an incomplete copy?)"
     finish "$EXIT_NO_BUNDLE"
   }
+fi
+if [[ -f $results/bundle.log && ! -f $carried/bundle.tar.gz ]]; then
+  note "NO BUNDLE: building one here failed (bundle.log):"
+  tail -n 20 "$results/bundle.log"
+  finish "$EXIT_NO_BUNDLE"
 fi
 if [[ -z $bundle || ! -f $bundle/MANIFEST.txt ]]; then
   note "NO BUNDLE: no $carried/bundle.tar.gz, and this machine cannot build one (that needs" \
