@@ -224,9 +224,18 @@ fi
 
 # ---- steps ----------------------------------------------------------------------------------
 
-# Fails when OUTPUT shows that a program found no GPU.
+# Runs COMMAND with its output going to the step's log as it comes (so that a step cut off by
+# its time limit still shows how far it got) and copied to the file CAPTURE for later checks.
+logged() {
+  local capture=$1
+  shift
+  "$@" 2>&1 | tee "$capture"
+  return "${PIPESTATUS[0]}"
+}
+
+# Fails when the output in file CAPTURE shows that a program found no GPU.
 ran_on_gpu() {
-  if grep -E "$SKIP_MARKER" <<< "$1" > /dev/null; then
+  if grep -E "$SKIP_MARKER" "$1" > /dev/null; then
     echo "gpu-check: the GPU part was SKIPPED: the CUDA runtime saw no device" >&2
     return 1
   fi
@@ -234,15 +243,15 @@ ran_on_gpu() {
 
 # Runs a doctest program, fails when it fails, ran no test case or skipped the GPU.
 doctest_on_gpu() {
-  local output status=0
-  output=$("$@" --no-intro=true 2>&1) || status=$?
-  printf '%s\n' "$output"
+  local capture status=0
+  capture=$(mktemp)
+  logged "$capture" "$@" --no-intro=true || status=$?
   ((status == 0)) || return "$status"
-  if grep -Eq 'test cases: +0 ' <<< "$output"; then
+  if grep -Eq 'test cases: +0 ' "$capture"; then
     echo "gpu-check: no test case matched: $*" >&2
     return 1
   fi
-  ran_on_gpu "$output"
+  ran_on_gpu "$capture"
 }
 
 step_libraries() {
@@ -311,28 +320,26 @@ step_frontend() {
 }
 
 step_examples() {
-  local status=0 output
-  output=$("$bin/devices" 2>&1) || status=1
-  printf '%s\n' "$output"
-  grep -q "a on gpu(0):" <<< "$output" || {
+  local status=0 capture
+  capture=$(mktemp)
+  logged "$capture" "$bin/devices" || status=1
+  grep -q "a on gpu(0):" "$capture" || {
     echo "gpu-check: the devices example made no array on gpu(0)" >&2
     status=1
   }
-  output=$("$bin/accel_parallel" ${quick_flag:+--quick} --cuda 2>&1) || status=1
-  printf '%s\n' "$output"
-  ran_on_gpu "$output" || status=1
-  output=$("$bin/multi_device" ${quick_flag:+--quick} --cuda 2>&1) || status=1
-  printf '%s\n' "$output"
-  ran_on_gpu "$output" || status=1
+  logged "$capture" "$bin/accel_parallel" ${quick_flag:+--quick} --cuda || status=1
+  ran_on_gpu "$capture" || status=1
+  logged "$capture" "$bin/multi_device" ${quick_flag:+--quick} --cuda || status=1
+  ran_on_gpu "$capture" || status=1
   return "$status"
 }
 
 step_bench_overlap() {
-  local records=$repo/bench/results/overlap.json start=$SECONDS output status=0
-  output=$("$bin/bench_overlap" ${quick_flag:+--quick} --out "$records" 2>&1) || status=$?
-  printf '%s\n' "$output"
+  local records=$repo/bench/results/overlap.json start=$SECONDS capture status=0
+  capture=$(mktemp)
+  logged "$capture" "$bin/bench_overlap" ${quick_flag:+--quick} --out "$records" || status=$?
   ((status == 0)) || return "$status"
-  ran_on_gpu "$output" || return 1
+  ran_on_gpu "$capture" || return 1
   grep -q '"gpu(0)"' "$records" || {
     echo "gpu-check: $records has no gpu(0) rows" >&2
     return 1
@@ -454,7 +461,7 @@ run_step() {
 # What the step functions use in their own bash (run_step starts each in one).
 export bin bundle repo results cuda_lib_dir cuda_lib_where ROUND_TRIP_CASES SKIP_MARKER
 export quick_flag=${quick[*]}
-export -f manifest_value ran_on_gpu doctest_on_gpu find_compute_sanitizer sanitize
+export -f manifest_value logged ran_on_gpu doctest_on_gpu find_compute_sanitizer sanitize
 
 {
   echo "gpu-check: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(uname -r));" \
