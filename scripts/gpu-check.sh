@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317  # the step functions are called through run_step
 # The GPU check: one call on a lent GPU machine that has the NVIDIA driver and a CUDA 13
 # installation but none of tandem's packages and no network. Two commands (docs/toolchain.md):
 #
@@ -51,12 +50,6 @@ readonly STEPS=(libraries device cuda-tests frontend-cuda round-trips frontend e
 declare -A LIMIT_S=([libraries]=60 [device]=60 [cuda-tests]=180 [frontend-cuda]=180
   [round-trips]=180 [frontend]=180 [examples]=120 [bench-overlap]=240 [memcheck]=180
   [synccheck]=180)
-# The test cases of frontend.devices and frontend.multi_device that move one array across
-# devices and back (the round trips of the correctness issue); doctest filter syntax.
-readonly ROUND_TRIP_CASES='copies between every pair of devices*,accelerator -> cpu -> accelerator*,cpu -> accelerator -> cpu*,two allreduce calls*'
-# What the programs print when they find no GPU (tests/cuda, tests/frontend, bench/overlap,
-# examples). A "SKIPPED: one CUDA device, no peer copy to try" is not one of these.
-readonly SKIP_MARKER='SKIPPED.*(no CUDA device|no gpu device|gpu\(0\) is not available)'
 
 usage() {
   echo "usage: scripts/gpu-check.sh [--quick] [--force] [--only STEP[,STEP...]] | --bundle | --list" >&2
@@ -222,200 +215,10 @@ if ldd "$bin/frontend_tests" 2>&1 | grep -q "GLIBCXX.* not found"; then
   LD_LIBRARY_PATH=$bundle/lib:$bundle/lib/compat:${LD_LIBRARY_PATH#"$bundle"/lib:}
 fi
 
-# ---- steps ----------------------------------------------------------------------------------
+# ---- steps (scripts/gpu-check-steps.sh) ------------------------------------------------------
 
-# Runs COMMAND with its output going to the step's log as it comes (so that a step cut off by
-# its time limit still shows how far it got) and copied to the file CAPTURE for later checks.
-logged() {
-  local capture=$1
-  shift
-  "$@" 2>&1 | tee "$capture"
-  return "${PIPESTATUS[0]}"
-}
-
-# Fails when the output in file CAPTURE shows that a program found no GPU.
-ran_on_gpu() {
-  if grep -E "$SKIP_MARKER" "$1" > /dev/null; then
-    echo "gpu-check: the GPU part was SKIPPED: the CUDA runtime saw no device" >&2
-    return 1
-  fi
-}
-
-# Runs a doctest program, fails when it fails, ran no test case or skipped the GPU.
-doctest_on_gpu() {
-  local capture status=0
-  capture=$(mktemp)
-  logged "$capture" "$@" --no-intro=true || status=$?
-  ((status == 0)) || return "$status"
-  if grep -Eq 'test cases: +0 ' "$capture"; then
-    echo "gpu-check: no test case matched: $*" >&2
-    return 1
-  fi
-  ran_on_gpu "$capture"
-}
-
-step_libraries() {
-  echo "bundle: $bundle"
-  cat "$bundle/MANIFEST.txt"
-  (cd "$bundle" && sha256sum --check --quiet SHA256SUMS) || {
-    echo "gpu-check: the bundle is incomplete or damaged (checksums above)" >&2
-    return 1
-  }
-  echo "machine: $(ldd --version | head -n 1); the bundle needs $(manifest_value needs_glibc)"
-  echo "machine cuBLAS: $cuda_lib_where"
-  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  local program listing status=0
-  for program in "$bin"/*; do
-    listing=$(ldd "$program" 2>&1)
-    printf '== %s\n%s\n' "${program##*/}" "$listing"
-    if grep -q "not found" <<< "$listing"; then
-      echo "gpu-check: ${program##*/} does not find: $(grep "not found" <<< "$listing" | xargs)" >&2
-      status=1
-    fi
-  done
-  if ((status != 0)); then
-    echo "gpu-check: libraries are missing (above). cuBLAS 13 comes from this machine: it was" \
-      "looked for in the loader cache, /usr/local/cuda*, CUDA's pip wheels and with find;" \
-      "set TANDEM_CUDA_LIB_DIR to the folder holding libcublas.so.13" >&2
-  fi
-  return "$status"
-}
-
-step_device() {
-  if command -v nvidia-smi > /dev/null; then
-    nvidia-smi || echo "gpu-check: nvidia-smi failed"
-  else
-    echo "gpu-check: no nvidia-smi on the PATH"
-  fi
-  "$bin/gpu_probe"
-}
-
-step_cuda_tests() {
-  doctest_on_gpu "$bin/cuda_tests"
-}
-
-step_frontend_cuda() {
-  doctest_on_gpu "$bin/frontend_tests" --test-suite=frontend.devices,frontend.multi_device \
-    "--test-case-exclude=$ROUND_TRIP_CASES"
-}
-
-step_round_trips() {
-  local status=0
-  doctest_on_gpu "$bin/frontend_tests" --test-suite=frontend.devices,frontend.multi_device \
-    "--test-case=$ROUND_TRIP_CASES" || status=1
-  # Mixed cpu and accelerator chains against the naive engine (they draw their accelerators
-  # from sim; on a GPU machine they run there too, as the rest of the suite does).
-  "$bin/frontend_tests" --no-intro=true \
-    --test-suite=frontend.differential,frontend.differential_errors || status=1
-  return "$status"
-}
-
-step_frontend() {
-  local status=0
-  "$bin/frontend_tests" --no-intro=true \
-    --test-suite-exclude=frontend.devices,frontend.multi_device,frontend.differential,frontend.differential_errors ||
-    status=1
-  "$bin/frontend_oom_tests" --no-intro=true || status=1
-  return "$status"
-}
-
-step_examples() {
-  local status=0 capture
-  capture=$(mktemp)
-  logged "$capture" "$bin/devices" || status=1
-  grep -q "a on gpu(0):" "$capture" || {
-    echo "gpu-check: the devices example made no array on gpu(0)" >&2
-    status=1
-  }
-  logged "$capture" "$bin/accel_parallel" ${quick_flag:+--quick} --cuda || status=1
-  ran_on_gpu "$capture" || status=1
-  logged "$capture" "$bin/multi_device" ${quick_flag:+--quick} --cuda || status=1
-  ran_on_gpu "$capture" || status=1
-  return "$status"
-}
-
-step_bench_overlap() {
-  local records=$repo/bench/results/overlap.json start=$SECONDS capture status=0
-  capture=$(mktemp)
-  logged "$capture" "$bin/bench_overlap" ${quick_flag:+--quick} --out "$records" || status=$?
-  ((status == 0)) || return "$status"
-  ran_on_gpu "$capture" || return 1
-  grep -q '"gpu(0)"' "$records" || {
-    echo "gpu-check: $records has no gpu(0) rows" >&2
-    return 1
-  }
-  mkdir -p "$results/bench-results"
-  cp "$records" "$results/bench-results/"
-  if ! command -v python3 > /dev/null; then
-    echo "gpu-check: no python3: the records are kept, docs/benchmarks.md is not regenerated"
-    return 0
-  fi
-  local gpu
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -n 1)
-  python3 "$repo/bench/report.py" --record-run overlap \
-    --command "scripts/gpu-check.sh${quick_flag:+ --quick}" --seconds $((SECONDS - start)) \
-    --note "on ${gpu:-a GPU machine}: gpu-bundle built from commit $(manifest_value commit)" ||
-    return 1
-  local meta=$repo/bench/results/overlap.meta.json
-  # The copy of the repository here may have no .git: the commit is the bundle's.
-  python3 - "$meta" "$(manifest_value commit)" "$(manifest_value uncommitted_changes)" << 'EOF' || return 1
-import json, sys
-path, commit, dirty = sys.argv[1:]
-with open(path) as f:
-    meta = json.load(f)
-if meta.get("git_commit", "unknown") == "unknown":
-    meta["git_commit"], meta["uncommitted_changes"] = commit, dirty == "yes"
-with open(path, "w") as f:
-    f.write(json.dumps(meta, indent=2) + "\n")
-EOF
-  python3 "$repo/bench/report.py" || return 1
-  cp "$meta" "$results/bench-results/"
-  cp "$repo/docs/benchmarks.md" "$results/"
-}
-
-# The compute-sanitizer of the machine's CUDA installation.
-find_compute_sanitizer() {
-  if [[ -n ${TANDEM_COMPUTE_SANITIZER:-} ]]; then
-    echo "$TANDEM_COMPUTE_SANITIZER"
-    return
-  fi
-  command -v compute-sanitizer && return
-  local candidate
-  for candidate in /usr/local/cuda/bin/compute-sanitizer \
-    /usr/local/cuda/compute-sanitizer/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer \
-    /usr/local/cuda-*/compute-sanitizer/compute-sanitizer \
-    /opt/nvidia/*/compute-sanitizer/compute-sanitizer; do
-    [[ -x $candidate ]] && {
-      echo "$candidate"
-      return
-    }
-  done
-  timeout 30 find /usr/local /opt -maxdepth 6 -name compute-sanitizer -type f -perm -u+x \
-    -print -quit 2> /dev/null
-}
-
-sanitize() {
-  local tool=$1 sanitizer
-  sanitizer=$(find_compute_sanitizer)
-  if [[ -z $sanitizer ]]; then
-    echo "gpu-check: compute-sanitizer NOT FOUND (looked on the PATH, in /usr/local/cuda*," \
-      "/opt/nvidia; set TANDEM_COMPUTE_SANITIZER to its path)" >&2
-    return 1
-  fi
-  echo "$sanitizer: $("$sanitizer" --version | tail -n 1)"
-  # CUDA API errors are not counted: the failure-path tests provoke some on purpose and check
-  # them themselves; what fails the step is what the tool finds in the kernels and copies.
-  local options=(--tool "$tool" --error-exitcode 99 --print-limit 50 --report-api-errors no)
-  local status=0
-  doctest_on_gpu "$sanitizer" "${options[@]}" "$bin/cuda_tests" || status=1
-  # The front end's kernels on cuda(0), at a tenth of the sizes: the tool slows kernels a lot.
-  TANDEM_TEST_SCALE=0.1 doctest_on_gpu "$sanitizer" "${options[@]}" "$bin/frontend_tests" \
-    --test-suite=frontend.devices || status=1
-  return "$status"
-}
-
-step_memcheck() { sanitize memcheck; }
-step_synccheck() { sanitize synccheck; }
+# shellcheck source=scripts/gpu-check-steps.sh
+source "$repo/scripts/gpu-check-steps.sh"
 
 # run_step NAME: runs step_NAME under its own time limit (cut to what is left of the budget)
 # with its output in NAME.log, and writes its line in summary.txt. Sets step_status.
@@ -459,9 +262,9 @@ run_step() {
 }
 
 # What the step functions use in their own bash (run_step starts each in one).
-export bin bundle repo results cuda_lib_dir cuda_lib_where ROUND_TRIP_CASES SKIP_MARKER
+export bin bundle repo results cuda_lib_dir cuda_lib_where
 export quick_flag=${quick[*]}
-export -f manifest_value logged ran_on_gpu doctest_on_gpu find_compute_sanitizer sanitize
+export -f manifest_value
 
 {
   echo "gpu-check: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) ($(uname -r));" \
@@ -482,8 +285,13 @@ for step in "${STEPS[@]}"; do
     finish "$EXIT_NO_BUNDLE"
   fi
   if [[ $step == device && $step_status -ne 0 && $force -eq 0 ]]; then
-    note "NO CUDA DEVICE: the device step found none (device.log: nvidia-smi and gpu_probe)." \
-      "The other steps need one; stopping with exit $EXIT_NO_DEVICE (--force runs them anyway)."
+    if ((step_status == EXIT_NO_DEVICE)); then
+      note "NO CUDA DEVICE: the device step found none (device.log: nvidia-smi and gpu_probe)."
+    else
+      note "the device check failed (exit $step_status; device.log: nvidia-smi and gpu_probe)."
+    fi
+    note "The other steps need a device: stopping with exit $EXIT_NO_DEVICE" \
+      "(--force runs them anyway)."
     finish "$EXIT_NO_DEVICE"
   fi
 done
