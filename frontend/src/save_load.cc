@@ -8,6 +8,7 @@
 // All integers and array elements are little-endian. The reader checks every length against
 // the bytes that are left before using it, so no corrupt file can make it read out of bounds
 // or allocate more than the file's size.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <set>
@@ -244,6 +245,50 @@ NDArray load_array(const std::string& path, Device device) {
                 " arrays; load_array reads a file of exactly one (use nd::load)");
   }
   return arrays.front().second;
+}
+
+void load_into(const std::string& path, const NamedArrays& targets,
+               const LoadIntoOptions& options) {
+  const NamedArrays loaded = load(path);
+  std::set<std::string> target_names;
+  std::vector<std::pair<NDArray, NDArray>> copies;  // source, target
+  for (const auto& [name, target] : targets) {
+    if (!target.defined()) {
+      throw Error("tandem: load_into: the target " + quoted(name) + " for '" + path +
+                  "' is a null NDArray");
+    }
+    if (!target_names.insert(name).second) {
+      throw Error("tandem: load_into: the name " + quoted(name) + " appears twice in the targets");
+    }
+    const auto match = std::find_if(loaded.begin(), loaded.end(),
+                                    [&](const auto& entry) { return entry.first == name; });
+    if (match == loaded.end()) {
+      if (options.allow_missing) {
+        continue;
+      }
+      throw Error("tandem: load_into: '" + path + "' has no array named " + quoted(name) +
+                  " (set allow_missing to keep the target's values); nothing was loaded");
+    }
+    const NDArray& source = match->second;
+    if (source.shape() != target.shape() || source.dtype() != target.dtype()) {
+      throw Error("tandem: load_into: array " + quoted(name) + " of '" + path + "' is " +
+                  source.shape().to_string() + " " + dtype_name(source.dtype()) +
+                  ", the target is " + target.shape().to_string() + " " +
+                  dtype_name(target.dtype()) + "; nothing was loaded");
+    }
+    copies.emplace_back(source, target);
+  }
+  if (!options.ignore_extra) {
+    for (const auto& [name, array] : loaded) {
+      if (target_names.count(name) == 0) {
+        throw Error("tandem: load_into: '" + path + "' has an array named " + quoted(name) +
+                    " that no target has (set ignore_extra to skip it); nothing was loaded");
+      }
+    }
+  }
+  for (const auto& [source, target] : copies) {
+    source.copyto(target);
+  }
 }
 
 NDArray find(const NamedArrays& arrays, const std::string& name) {

@@ -130,6 +130,49 @@ TEST_SUITE("frontend.save_load") {
     CHECK_FALSE(std::filesystem::exists(path));
   }
 
+  TEST_CASE("load_into writes the file's values into existing arrays on any device") {
+    ScratchDir dir;
+    const std::string path = dir.file("params.tnd");
+    nd::save(path, small_arrays());
+    NDArray weight = nd::zeros({2, 2}, sim(0));
+    NDArray bias = nd::zeros({2}, nd::int64);
+    NDArray scalar = nd::zeros({}, nd::float64, sim(1));
+    nd::load_into(path, {{"bias", bias}, {"weight", weight}, {"", scalar}});
+    CHECK(weight.device() == sim(0));
+    CHECK(weight.to_vector<float>() == std::vector<float>{1.5, -2, 3, 4.25});
+    CHECK(bias.to_vector<std::int64_t>() == std::vector<std::int64_t>{-7, 1LL << 40});
+    CHECK(scalar.scalar<double>() == 2.5);
+  }
+
+  TEST_CASE("load_into refuses mismatching shapes, dtypes and names, and changes nothing") {
+    ScratchDir dir;
+    const std::string path = dir.file("params.tnd");
+    nd::save(path, small_arrays());
+    NDArray weight = nd::zeros({2, 2});
+    NDArray bias = nd::zeros({2}, nd::int64);
+    NDArray scalar = nd::zeros({}, nd::float64);
+    CHECK_THROWS_WITH_AS(
+        nd::load_into(path,
+                      {{"weight", weight}, {"bias", nd::zeros({3}, nd::int64)}, {"", scalar}}),
+        doctest::Contains(
+            ("array 'bias' of '" + path + "' is 2 int64, the target is 3 int64").c_str()),
+        Error);
+    CHECK_THROWS_WITH_AS(
+        nd::load_into(path, {{"weight", weight}, {"bias", nd::zeros({2})}, {"", scalar}}),
+        doctest::Contains("is 2 int64, the target is 2 float32"), Error);
+    CHECK(weight.to_vector<float>() == std::vector<float>(4, 0.0f));  // checked before writing
+    CHECK_THROWS_WITH_AS(nd::load_into(path, {{"weight", weight}, {"bias", bias}}),
+                         doctest::Contains("has an array named '' that no target has"), Error);
+    CHECK_THROWS_WITH_AS(
+        nd::load_into(path, {{"weight", weight}, {"bias", bias}, {"", scalar}, {"gamma", bias}}),
+        doctest::Contains("has no array named 'gamma'"), Error);
+    NDArray gamma = nd::full({1}, 3.0);
+    nd::load_into(path, {{"weight", weight}, {"gamma", gamma}},
+                  {.allow_missing = true, .ignore_extra = true});
+    CHECK(weight.to_vector<float>() == std::vector<float>{1.5, -2, 3, 4.25});
+    CHECK(gamma.to_vector<float>() == std::vector<float>{3});
+  }
+
   TEST_CASE("find names the arrays there are when the name is missing") {
     CHECK_THROWS_WITH_AS(nd::find(small_arrays(), "gamma"),
                          doctest::Contains("no array named 'gamma' (the arrays are: 'weight', "

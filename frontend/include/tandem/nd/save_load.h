@@ -37,6 +37,21 @@ NamedArrays load(const std::string& path, Device device = cpu());
 // The only array of a file that holds exactly one (as written by save(path, array)).
 NDArray load_array(const std::string& path, Device device = cpu());
 
+// What load_into tolerates (Gluon's load_parameters flags).
+struct LoadIntoOptions {
+  bool allow_missing = false;  // targets the file does not have keep their values
+  bool ignore_extra = false;   // arrays of the file no target names are skipped
+};
+
+// Loads the file's values into existing arrays, matched by name (e.g. a network's parameters,
+// on any device): each file array must have its target's shape and dtype. Everything is checked
+// before anything is written: a missing or extra name, a shape or a dtype that differs throws
+// tandem::Error naming the file, the array and both sides, and leaves every target as it was.
+// The copies into the targets are queued (copyto), like any write.
+//   nd::load_into("params.tnd", {{"weight", w}, {"bias", b}});
+void load_into(const std::string& path, const NamedArrays& targets,
+               const LoadIntoOptions& options = {});
+
 // The array called `name`; throws tandem::Error listing the names there are when none is.
 NDArray find(const NamedArrays& arrays, const std::string& name);
 
