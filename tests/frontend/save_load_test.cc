@@ -122,6 +122,16 @@ TEST_SUITE("frontend.save_load") {
     CHECK_FALSE(std::filesystem::exists(path));
   }
 
+  TEST_CASE("saving into a directory that does not exist names the file") {
+    ScratchDir dir;
+    const std::string path = dir.file("no/such/dir/w.tnd");
+    CHECK_THROWS_WITH_AS(nd::save(path, nd::ones({2})),
+                         doctest::Contains(("cannot write '" + path + "'").c_str()), Error);
+    CHECK_THROWS_WITH_AS(nd::write_idx(path, nd::ones({2}), nd::IdxType::uint8),
+                         doctest::Contains(("write_idx: cannot write '" + path + "'").c_str()),
+                         Error);
+  }
+
   TEST_CASE("saving an array that carries an error rethrows it and leaves no file") {
     ScratchDir dir;
     const std::string path = dir.file("poisoned.tnd");
