@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tandem needs to build and test, skipping those already installed.
+# Installs the Debian packages tandem needs to build and test, skipping those already installed,
+# then fetches the digits data set into data/digits/ (scripts/fetch-digits.sh; the tests and
+# examples that train use it).
 #
-#   bash scripts/setup.sh           # build + test dependencies
-#   bash scripts/setup.sh --bench   # the same, plus StarPU (a benchmark peer) and python3
+#   bash scripts/setup.sh           # build + test dependencies, and the digits data set
+#   bash scripts/setup.sh --bench   # the same, plus StarPU (a benchmark peer)
+#   bash scripts/setup.sh --no-data # the packages only
 #
 # Idempotent: each package is checked with `dpkg -s`; `apt-get update` and `apt-get install` run
-# only when something is missing. Needs root (or sudo) only in that case. The CUDA toolkit is not
-# a Debian package here: CMake uses /usr/local/cuda when it exists (docs/building.md).
+# only when something is missing (they need root or sudo then), and the data set is fetched
+# only when its files are missing. The CUDA toolkit is not a Debian package here: CMake uses
+# /usr/local/cuda when it exists (docs/building.md).
 set -euo pipefail
 
 SCRIPT_NAME=setup.sh
@@ -16,18 +20,22 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 packages=(
   cmake ninja-build g++ pkg-config
   libtbb-dev libspdlog-dev doctest-dev libopenblas-dev librandom123-dev nlohmann-json3-dev
+  python3
 )
-# python3: bench/report.py turns the results into the tables of docs/benchmarks.md.
-bench_packages=(libstarpu-dev starpu-tools python3)
+# python3: scripts/digits_to_idx.py converts the digits data set; bench/report.py turns the
+# results into the tables of docs/benchmarks.md.
+bench_packages=(libstarpu-dev starpu-tools)
+fetch_data=1
 
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=("${bench_packages[@]}") ;;
+    --no-data) fetch_data=0 ;;
     -h | --help)
-      sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
-    *) die "unknown argument '${arg}' (expected --bench or --help)" ;;
+    *) die "unknown argument '${arg}' (expected --bench, --no-data or --help)" ;;
   esac
 done
 
@@ -43,8 +51,15 @@ for package in "${packages[@]}"; do
   is_installed "$package" || missing+=("$package")
 done
 
+fetch_digits() {
+  if ((fetch_data)); then
+    bash "${TANDEM_ROOT}/scripts/fetch-digits.sh"
+  fi
+}
+
 if ((${#missing[@]} == 0)); then
   log "all ${#packages[@]} packages are installed"
+  fetch_digits
   exit 0
 fi
 
@@ -65,3 +80,4 @@ for package in "${missing[@]}"; do
   is_installed "$package" || die "apt-get did not install ${package}"
 done
 log "installed: ${missing[*]}"
+fetch_digits

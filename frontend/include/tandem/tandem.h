@@ -11,6 +11,8 @@
 // docs/user-guide.md walks through it.
 #pragma once
 
+#include "tandem/data/data_loader.h"
+#include "tandem/data/digits.h"
 #include "tandem/device.h"
 #include "tandem/device_info.h"
 #include "tandem/engine.h"
@@ -18,9 +20,11 @@
 #include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/engine_scope.h"
+#include "tandem/nd/idx.h"
 #include "tandem/nd/join.h"
 #include "tandem/nd/linalg.h"
 #include "tandem/nd/multi_device.h"
 #include "tandem/nd/ndarray.h"
 #include "tandem/nd/random.h"
 #include "tandem/nd/reduce.h"
+#include "tandem/nd/save_load.h"

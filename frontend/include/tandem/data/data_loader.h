@@ -1,0 +1,115 @@
+// DataLoader: mini-batches of an in-memory data set, shuffled per epoch, copied to a device
+// ahead of use (Gluon's DataLoader over an ArrayDataset).
+//
+//   data::DataLoader loader(images, labels, {.batch_size = 64, .shuffle = true, .seed = 1,
+//                                            .device = tandem::sim(0)});
+//   for (int epoch = 0; epoch < 10; ++epoch) {
+//     for (const data::Batch& batch : loader) {   // each `for` over the loader is one epoch
+//       auto loss = step(batch.data, batch.label);  // on sim(0)
+//     }
+//   }
+//
+// Prefetch: when the iterator hands out batch i, the ops that build batch i + 1 (a gather of
+// its rows on the CPU, on the priority lane, then its host-to-device copies) are already
+// queued, so they overlap the work the caller queues for batch i. Nothing on the iteration
+// path waits: every step is an engine op ordered by the arrays' vars, and a batch is a fresh
+// pair of arrays, so the caller may keep or modify any batch.
+//
+// Shuffling is reproducible: epoch e's order is a function of (seed, e) alone, through a
+// generator whose output the C++ standard fixes (std::mt19937_64) and a Fisher-Yates shuffle
+// written here, so it is the same with every compiler and standard library.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include "tandem/device.h"
+#include "tandem/nd/ndarray.h"
+
+namespace tandem::data {
+
+// What to do with the samples after the last full batch of an epoch (Gluon's last_batch).
+enum class LastBatch {
+  keep,      // a last, smaller batch
+  discard,   // drop them
+  rollover,  // put them first in the next epoch (the epoch after next sees them once more)
+};
+
+struct DataLoaderOptions {
+  std::int64_t batch_size = 1;
+  bool shuffle = false;
+  std::uint64_t seed = 0;
+  LastBatch last_batch = LastBatch::keep;
+  Device device = cpu();  // where the batches are
+};
+
+// One mini-batch: `batch_size` rows of the data and the same rows of the labels.
+struct Batch {
+  nd::NDArray data;
+  nd::NDArray label;
+};
+
+class DataLoader {
+ public:
+  // `data` and `labels` have one row per sample along their first axis (labels may be 1-D).
+  // They may be on any device and still being computed: they are moved to the CPU (a queued
+  // copy) and made contiguous once, here, without waiting. Throws tandem::Error when the row
+  // counts differ, the data set is empty, batch_size < 1, or the device is not present.
+  DataLoader(nd::NDArray data, nd::NDArray labels, DataLoaderOptions options);
+
+  class Iterator;
+
+  // Starts the next epoch: fixes its order and queues its first two batches.
+  Iterator begin();
+  std::default_sentinel_t end() const { return {}; }
+
+  std::int64_t num_samples() const { return num_samples_; }
+  // The epochs started so far (calls to begin()).
+  std::int64_t epochs_started() const { return epochs_started_; }
+  // The number of batches the next epoch will have (with rollover it depends on the samples
+  // the previous epochs left over).
+  std::int64_t batches_in_next_epoch() const;
+  const DataLoaderOptions& options() const { return options_; }
+
+ private:
+  struct Epoch;
+
+  nd::NDArray data_;
+  nd::NDArray labels_;
+  DataLoaderOptions options_;
+  std::int64_t num_samples_ = 0;
+  std::int64_t epochs_started_ = 0;
+  std::vector<std::int64_t> left_over_;  // rollover: the samples carried into the next epoch
+};
+
+// An input iterator over one epoch's batches. Copies share the epoch: advancing one advances
+// them all.
+class DataLoader::Iterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = Batch;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const Batch*;
+  using reference = const Batch&;
+
+  Iterator() = default;
+  const Batch& operator*() const;
+  const Batch* operator->() const { return &**this; }
+  // Hands out the prefetched batch and queues the one after it.
+  Iterator& operator++();
+  void operator++(int) { ++*this; }
+  // The batch's position in the epoch (0 for the first).
+  std::int64_t index() const;
+  friend bool operator==(const Iterator& it, std::default_sentinel_t) { return it.at_end(); }
+
+ private:
+  friend class DataLoader;
+  explicit Iterator(std::shared_ptr<Epoch> epoch) : epoch_(std::move(epoch)) {}
+  bool at_end() const;
+
+  std::shared_ptr<Epoch> epoch_;
+};
+
+}  // namespace tandem::data
