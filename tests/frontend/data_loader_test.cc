@@ -2,6 +2,7 @@
 // shuffles that are permutations and reproducible, and prefetch: the ops of batch i + 1 are
 // queued by the time batch i is handed out, before the caller asks for batch i + 1.
 #include <algorithm>
+#include <future>
 #include <set>
 
 #include "frontend_test_util.h"
@@ -169,8 +170,25 @@ TEST_SUITE("frontend.data_loader") {
         const Samples samples = numbered_samples(10);
         samples.data.wait_to_read();
         samples.labels.wait_to_read();
+        engine->wait_all();
         DataLoader loader(samples.data, samples.labels, {.batch_size = 3, .device = device});
-        std::vector<Batch> held;  // nothing is freed meanwhile: only building ops are counted
+        // A gate op writes the data set until the counting is done: no loader op runs before,
+        // so no batch array is freed (a freed array pushes its deletion op from the worker that
+        // drops it, at a time the count cannot predict). Only building ops are counted.
+        std::promise<void> open_gate;
+        std::shared_future<void> gate = open_gate.get_future().share();
+        engine->push([gate] { gate.wait(); }, cpu(), {}, {samples.data.var(), samples.labels.var()},
+                     {.name = "gate"});
+        struct OpenAtExit {  // a failed REQUIRE must not leave the engine blocked
+          std::promise<void>& gate;
+          bool opened = false;
+          void open() {
+            if (!opened) gate.set_value();
+            opened = true;
+          }
+          ~OpenAtExit() { open(); }
+        } opener{open_gate};
+        std::vector<Batch> held;
         auto pushed = [&] { return engine->stats().ops_pushed; };
         std::uint64_t before = pushed();
         auto it = loader.begin();
@@ -192,6 +210,7 @@ TEST_SUITE("frontend.data_loader") {
         CHECK(per_advance[1] == one_batch);
         CHECK(per_advance[2] == 0);
         CHECK(per_advance[3] == 0);
+        opener.open();
         std::vector<std::int32_t> seen;
         for (const Batch& batch : held) {
           const auto labels = samples_of(batch);
