@@ -165,19 +165,15 @@ void ThreadedEngine::dispatch_profiled(OpRecord* op) noexcept {
 }
 
 AcceleratorExecutor& ThreadedEngine::accelerator_executor(Device device) {
-  // prepare() has checked that the device exists, so its id is in range.
-  const std::size_t index = (device.kind == DeviceKind::cuda ? 0 : kMaxAcceleratorsPerKind) +
-                            static_cast<std::size_t>(device.id);
-  if (AcceleratorExecutor* executor = accel_slots_[index].load(std::memory_order_acquire)) {
-    return *executor;
-  }
+  if (AcceleratorExecutor* executor = accel_slots_.find(device)) return *executor;
+  // prepare() has checked that the device exists; accelerator() throws if it does not.
+  Accelerator& target = accelerator(device);
+  const int count = accelerator_count(device.kind);
   std::lock_guard lock(accel_mutex_);
-  if (AcceleratorExecutor* executor = accel_slots_[index].load(std::memory_order_relaxed)) {
-    return *executor;
-  }
-  accel_.push_back(std::make_unique<AcceleratorExecutor>(accelerator(device), *this,
-                                                         config().accel.synchronize_each_op));
-  accel_slots_[index].store(accel_.back().get(), std::memory_order_release);
+  if (AcceleratorExecutor* executor = accel_slots_.find(device)) return *executor;
+  accel_.push_back(
+      std::make_unique<AcceleratorExecutor>(target, *this, config().accel.synchronize_each_op));
+  accel_slots_.insert(device, count, accel_.back().get());
   return *accel_.back();
 }
 
@@ -510,7 +506,7 @@ bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
   }
   {
     std::lock_guard lock(accel_mutex_);
-    for (auto& slot : accel_slots_) slot.store(nullptr, std::memory_order_relaxed);
+    accel_slots_.clear();
     accel_.clear();  // joins the launchers: nothing is pending, so they are idle
   }
   fence_waiter_.stop();  // its last hand-on may still be in cpu_->submit
