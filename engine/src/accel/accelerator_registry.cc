@@ -188,7 +188,7 @@ Accelerator& accelerator(Device device) {
     throw Error(no_such_device(device, count, &row));
   }
   if (Accelerator* a = r.devices.find(device)) return *a;
-  std::unique_ptr<Accelerator> created = row.create(device.id, config_locked(r));
+  std::unique_ptr<Accelerator> created = row.create(device, config_locked(r));
   if (created == nullptr || created->device() != device) {
     std::string text = "tandem: backend '";
     text += row.name;

@@ -4,7 +4,7 @@
 //   tandem::Backend row;
 //   row.name = "null";                                        // prints as null(0)
 //   row.device_count = [](const tandem::AcceleratorConfig&) { return 2; };
-//   row.create = [](int id, const tandem::AcceleratorConfig& c) { return make_null(id, c); };
+//   row.create = [](tandem::Device d, const tandem::AcceleratorConfig& c) { return make(d, c); };
 //   tandem::DeviceKind kind = tandem::register_backend(std::move(row));
 //   tandem::Device d{kind, 0};                                // usable like sim(0)
 //
@@ -35,8 +35,10 @@ struct Backend {
   // How many devices of this kind exist under `config` (0 when none, never negative). Called
   // under the registry's lock; it must not call back into the registry.
   std::function<int(const AcceleratorConfig& config)> device_count;
-  // Creates device `id` (0 <= id < device_count(config)); called once per device, on first use.
-  std::function<std::unique_ptr<Accelerator>(int id, const AcceleratorConfig& config)> create;
+  // Creates `device` (of this kind, 0 <= id < device_count(config)); called once per device, on
+  // first use, under the registry's lock (it must not call back into the registry).
+  std::function<std::unique_ptr<Accelerator>(Device device, const AcceleratorConfig& config)>
+      create;
   // Appended to the error for a device that does not exist: how to get more of them, e.g.
   // "(set TANDEM_SIM_DEVICES or AcceleratorConfig::sim_devices for more)".
   std::string more_devices_hint;

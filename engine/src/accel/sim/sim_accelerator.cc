@@ -85,8 +85,8 @@ Backend sim_backend() {
   row.device_count = [](const AcceleratorConfig& config) {
     return std::max(0, config.sim_devices);
   };
-  row.create = [](int id, const AcceleratorConfig& config) -> std::unique_ptr<Accelerator> {
-    return std::make_unique<SimAccelerator>(id, config);
+  row.create = [](Device device, const AcceleratorConfig& config) -> std::unique_ptr<Accelerator> {
+    return std::make_unique<SimAccelerator>(device.id, config);
   };
   row.more_devices_hint = "(set TANDEM_SIM_DEVICES or AcceleratorConfig::sim_devices for more)";
   return row;
