@@ -240,13 +240,18 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   if (profiled) op->start_ns = profiling::now_ns();
   if (!error) {
     try {
+      std::uint64_t cross_stream = 0;
       for (const auto& [work, reads_result] : device_waits) {
+        // A wait on this very stream is a no-op (stream order already holds); the others are
+        // what StreamChooser keeps dependency chains from paying.
+        if (work->stream != &stream) ++cross_stream;
         if (reads_result) {
           stream.wait(work->done);
         } else {
           stream.wait_for_order(work->done);
         }
       }
+      if (cross_stream != 0) cross_stream_waits_.fetch_add(cross_stream, std::memory_order_relaxed);
       if (profiled) {
         // The start marker sits after the waits, so it is when the op's work can begin. A
         // record closes the stream's error segment, so the waits that pass a failure on are
