@@ -36,8 +36,9 @@ OutOfMemoryError::OutOfMemoryError(Device device, std::size_t bytes, const std::
       device_(device),
       bytes_(bytes) {}
 
-MemoryPool::MemoryPool(Device device, std::string what, std::unique_ptr<RawAllocator> raw)
-    : device_(device), what_(std::move(what)), raw_(std::move(raw)) {}
+MemoryPool::MemoryPool(Device device, std::string what, std::unique_ptr<RawAllocator> raw,
+                       std::size_t cache_limit)
+    : device_(device), what_(std::move(what)), raw_(std::move(raw)), cache_limit_(cache_limit) {}
 
 MemoryPool::~MemoryPool() {
   release_cached();
@@ -139,6 +140,7 @@ void MemoryPool::expect_free(MemoryBlock block) noexcept {
 
 bool MemoryPool::cache_locked(MemoryBlock block) noexcept {
   stats_.bytes_in_use -= block.bytes;
+  if (block.bytes > cache_limit_ - std::min(cache_limit_, stats_.bytes_cached)) return false;
   try {
     cached_[block.bytes].push_back(block.data);
     stats_.bytes_cached += block.bytes;
