@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "../assertions.h"
 #include "../logging.h"
 
 namespace tandem {
@@ -68,6 +69,7 @@ MemoryBlock MemoryPool::try_allocate(std::size_t bytes) {
       stats_.bytes_cached -= size;
       stats_.bytes_in_use += size;
       stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+      note_allocated_locked({data, size});
       return {data, size};
     }
   }
@@ -87,7 +89,25 @@ MemoryBlock MemoryPool::try_allocate(std::size_t bytes) {
   ++stats_.raw_allocations;
   stats_.bytes_in_use += size;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  note_allocated_locked({data, size});
   return {data, size};
+}
+
+void MemoryPool::note_allocated_locked([[maybe_unused]] MemoryBlock block) {
+#if TANDEM_ASSERTIONS_ON
+  TANDEM_ASSERT(live_.emplace(block.data, block.bytes).second,
+                "a memory pool handed out a block that was still in use");
+#endif
+}
+
+void MemoryPool::note_freed_locked([[maybe_unused]] MemoryBlock block,
+                                   [[maybe_unused]] bool pending_only) {
+#if TANDEM_ASSERTIONS_ON
+  const auto it = live_.find(block.data);
+  TANDEM_ASSERT(it != live_.end(), "a block freed to a pool that did not hand it out (or twice)");
+  TANDEM_ASSERT(it->second == block.bytes, "a block freed with another size than its own");
+  if (!pending_only) live_.erase(it);
+#endif
 }
 
 void MemoryPool::throw_out_of_memory(std::size_t bytes) const {
@@ -135,10 +155,12 @@ MemoryBlock MemoryPool::allocate_or_wait(std::size_t bytes) {
 void MemoryPool::expect_free(MemoryBlock block) noexcept {
   if (block.data == nullptr) return;
   std::lock_guard lock(mutex_);
+  note_freed_locked(block, /*pending_only=*/true);
   stats_.bytes_pending_free += block.bytes;
 }
 
 bool MemoryPool::cache_locked(MemoryBlock block) noexcept {
+  note_freed_locked(block, /*pending_only=*/false);
   stats_.bytes_in_use -= block.bytes;
   if (block.bytes > cache_limit_ - std::min(cache_limit_, stats_.bytes_cached)) return false;
   try {
@@ -165,6 +187,7 @@ void MemoryPool::cancel_expected_free(MemoryBlock block) noexcept {
   if (block.data == nullptr) return;
   {
     std::lock_guard lock(mutex_);
+    note_freed_locked(block, /*pending_only=*/true);
     stats_.bytes_pending_free -= block.bytes;
     ++expected_freed_;  // waiters look again: if nothing else is pending, they give up
   }

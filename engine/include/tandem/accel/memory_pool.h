@@ -127,6 +127,12 @@ class MemoryPool {
   MemoryPoolStats stats_;
   std::condition_variable freed_;     // signalled by free_expected
   std::uint64_t expected_freed_ = 0;  // free_expected calls so far, under mutex_
+  // Blocks handed out and not freed (data -> size class), under mutex_: kept only in builds with
+  // internal assertions (TANDEM_ASSERTIONS), to check that a block comes back to its own pool,
+  // once, with its size.
+  std::unordered_map<void*, std::size_t> live_;
+  void note_allocated_locked(MemoryBlock block);
+  void note_freed_locked(MemoryBlock block, bool pending_only);
 };
 
 }  // namespace tandem
