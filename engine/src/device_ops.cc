@@ -242,9 +242,12 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
     try {
       std::uint64_t cross_stream = 0;
       for (const auto& [work, reads_result] : device_waits) {
-        // A wait on this very stream is a no-op (stream order already holds); the others are
-        // what StreamChooser keeps dependency chains from paying.
-        if (work->stream != &stream) ++cross_stream;
+        // On this very stream, stream order already holds: only a wait that passes a failure on
+        // is needed there. The waits on other streams are what StreamChooser keeps dependency
+        // chains from paying.
+        const bool same_stream = work->stream == &stream;
+        if (same_stream && !reads_result) continue;
+        if (!same_stream) ++cross_stream;
         if (reads_result) {
           stream.wait(work->done);
         } else {
