@@ -41,10 +41,18 @@ Registry& registry() {
   return *instance;
 }
 
+// "device kind 'null' (3)"; a kind no backend names has no name (kind_name throws for it).
 std::string describe(DeviceKind kind) {
-  std::string text = "device kind '";
-  text += kind_name(kind);
-  text += "' (";
+  std::string text = "device kind ";
+  try {
+    const char* name = kind_name(kind);
+    text += "'";
+    text += name;
+    text += "' ";
+  } catch (const Error&) {
+    text += "with no backend ";
+  }
+  text += "(";
   text += std::to_string(static_cast<int>(kind));
   text += ")";
   return text;
