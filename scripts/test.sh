@@ -91,7 +91,7 @@ choose_tsan_launcher() {
 
 stage_tsan() {
   cmake_configure "$TSAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=thread \
-    -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
+    -DTANDEM_ASSERTIONS=ON -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
   cmake_build "$TSAN_DIR"
   choose_tsan_launcher
   # TSAN_OPTIONS (the suppressions for the uninstrumented libtbb, tests/engine/tsan.supp) is
@@ -103,7 +103,7 @@ stage_tsan() {
 
 stage_asan() {
   cmake_configure "$ASAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=address \
-    -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
+    -DTANDEM_ASSERTIONS=ON -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
   cmake_build "$ASAN_DIR"
   TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" \
     ASAN_OPTIONS=detect_leaks=1 \

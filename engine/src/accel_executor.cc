@@ -60,18 +60,9 @@ void AcceleratorExecutor::run() {
       } catch (...) {
       }
     }
-    engine_.launch(op, pick_stream(*op), synchronize_each_op_, this);
+    engine_.launch(op, streams_.choose(accelerator_, *op), synchronize_each_op_, this);
     prune();
   }
-}
-
-Stream& AcceleratorExecutor::pick_stream(const OpRecord& op) {
-  if (op.props.queue != Queue::compute) return accelerator_.stream(op.props.queue);
-  // Round-robin: independent ops land on different streams and overlap; dependent ones are
-  // ordered by their fences whatever stream they land on.
-  const int index = next_compute_;
-  next_compute_ = (next_compute_ + 1) % accelerator_.compute_streams();
-  return accelerator_.stream(Queue::compute, index);
 }
 
 void AcceleratorExecutor::track(DeviceWorkRef work) {

@@ -2,12 +2,12 @@
 // are launched.
 //
 // One launcher thread per device takes ready ops from a priority queue (higher priority first,
-// FIFO among equals) and launches each on the stream of its queue (compute ops round-robin over
-// the compute streams): EngineCore::launch makes the stream wait for the ops' fences, runs the
-// body (which only enqueues work) and completes the op at once, leaving the stream's event as a
-// fence on its vars. One thread per device also means each stream is driven by one thread at a
-// time, which the CUDA backend (cuBLAS handles per stream) relies on. An idle launcher sleeps
-// on a condition variable.
+// FIFO among equals) and launches each on the stream its StreamChooser picks (a dependency chain
+// stays on its producer's stream, independent compute ops go round-robin): EngineCore::launch makes
+// the stream wait for the ops' fences, runs the body (which only enqueues work) and completes the
+// op at once, leaving the stream's event as a fence on its vars. One thread per device also means
+// each stream is driven by one thread at a time, which the CUDA backend (cuBLAS handles per stream)
+// relies on. An idle launcher sleeps on a condition variable.
 //
 // The executor also keeps the device work it launched until that work has ended
 // (`outstanding_`, in launch order), so that wait_all can wait for it and no failure is lost
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine_core.h"
+#include "stream_chooser.h"
 #include "tandem/accel/accelerator.h"
 
 namespace tandem::detail {
@@ -51,7 +52,6 @@ class AcceleratorExecutor final : public DeviceWorkTracker {
   };
 
   void run();
-  Stream& pick_stream(const OpRecord& op);
   // Drops the ended work at the front of `outstanding_`, resolving failures first.
   void prune();
 
@@ -68,7 +68,7 @@ class AcceleratorExecutor final : public DeviceWorkTracker {
   mutable std::mutex outstanding_mutex_;
   std::deque<DeviceWorkRef> outstanding_;  // pushed and popped by the launcher only
 
-  int next_compute_ = 0;  // launcher only
+  StreamChooser streams_;  // launcher only
   std::thread launcher_;
 };
 

@@ -48,7 +48,6 @@ class CpuExecutor {
   // process caps oneTBB's threads (the smallest live cap wins; it counts one non-worker thread).
   int running_workers() const;
   int num_priority_lanes() const { return static_cast<int>(priority_threads_.size()); }
-  tbb::task_arena& arena() { return arena_; }
 
  private:
   class DrainTask;

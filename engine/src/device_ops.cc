@@ -240,13 +240,21 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   if (profiled) op->start_ns = profiling::now_ns();
   if (!error) {
     try {
+      std::uint64_t cross_stream = 0;
       for (const auto& [work, reads_result] : device_waits) {
+        // On this very stream, stream order already holds: only a wait that passes a failure on
+        // is needed there. The waits on other streams are what StreamChooser keeps dependency
+        // chains from paying.
+        const bool same_stream = work->stream == &stream;
+        if (same_stream && !reads_result) continue;
+        if (!same_stream) ++cross_stream;
         if (reads_result) {
           stream.wait(work->done);
         } else {
           stream.wait_for_order(work->done);
         }
       }
+      if (cross_stream != 0) cross_stream_waits_.fetch_add(cross_stream, std::memory_order_relaxed);
       if (profiled) {
         // The start marker sits after the waits, so it is when the op's work can begin. A
         // record closes the stream's error segment, so the waits that pass a failure on are

@@ -397,6 +397,7 @@ EngineStats EngineCore::base_stats() const {
   stats.ops_pushed = ops_pushed_.load(std::memory_order_relaxed) & kSequenceMask;
   stats.ops_failed = ops_failed_.load(std::memory_order_relaxed);
   stats.ops_skipped = ops_skipped_.load(std::memory_order_relaxed);
+  stats.cross_stream_waits = cross_stream_waits_.load(std::memory_order_relaxed);
   stats.vars_alive = static_cast<std::uint64_t>(
       std::max<std::int64_t>(0, owner_->live_vars.load(std::memory_order_relaxed)));
   return stats;

@@ -198,6 +198,8 @@ class EngineCore : public CompletionSink {
   ErrorRegistry errors_;
   std::atomic<std::uint64_t> ops_failed_{0};
   std::atomic<std::uint64_t> ops_skipped_{0};
+  // Device-side waits of a stream on another stream's work (launcher threads; see launch()).
+  std::atomic<std::uint64_t> cross_stream_waits_{0};
   // Guards the resolution state of DeviceWork (error paths only).
   std::mutex device_errors_mutex_;
 };

@@ -62,8 +62,6 @@ void NaiveEngine::run_one(OpRecord* op) {
   if (op->device.is_accelerator()) {
     // The synchronous reference: launch on the op's stream and wait for it before returning.
     Accelerator& device = accelerator(op->device);
-    const int index = op->props.queue == Queue::compute ? next_compute_stream_++ : 0;
-    if (next_compute_stream_ >= device.compute_streams()) next_compute_stream_ = 0;
     // Launch functions run on this (the pushing) thread: the op's device must be current.
     try {
       device.bind_thread();
@@ -71,7 +69,7 @@ void NaiveEngine::run_one(OpRecord* op) {
       log().error("tandem: op '{}': could not make {} current: {}", op->props.name,
                   to_string(op->device), e.what());
     }
-    launch(op, device.stream(op->props.queue, index), /*synchronize=*/true, nullptr);
+    launch(op, streams_.choose(device, *op), /*synchronize=*/true, nullptr);
   } else {
     execute(op, -1);
   }

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "engine_core.h"
+#include "stream_chooser.h"
 
 namespace tandem::detail {
 
@@ -53,7 +54,7 @@ class NaiveEngine final : public EngineCore {
   std::thread::id runner_;            // guarded by mutex_: which one, while running_
   std::uint64_t session_ = 0;         // guarded by mutex_: counts the runners so far
   bool awaiting_completion_ = false;  // guarded by mutex_: the runner waits for a Completion
-  int next_compute_stream_ = 0;       // the runner's: round-robin over compute streams
+  StreamChooser streams_;             // the runner's
 };
 
 }  // namespace tandem::detail

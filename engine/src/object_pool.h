@@ -19,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "assertions.h"
 #include "fast_tls.h"
 
 namespace tandem::detail {
@@ -40,6 +41,9 @@ class ObjectPool {
 
   static void release(T* object) noexcept {
     LocalCache& cache = cache_;
+    // A cheap check of ownership: the object is not this thread's last released one.
+    TANDEM_ASSERT(object != nullptr && object != cache.head,
+                  "an object went back to its pool twice");
     object->*Link = cache.head;
     cache.head = object;
     // A cache that was empty may have never been through a slow path: arm its exit hook now,

@@ -36,6 +36,7 @@ VarState* acquire_var_state() {
 }
 
 void release_var_state(VarState* var) noexcept {
+  TANDEM_ASSERT(var->idle(), "a var went back to its pool while ops held or waited for it");
   var->head = var->tail = nullptr;
   var->active_reads = 0;
   var->write_active = false;

@@ -229,17 +229,11 @@ std::vector<OpEvent> events() {
 
 namespace {
 
-// Trace process ids: one "process" per device, so each device's lanes are grouped.
+// Trace process ids: one "process" per device, so each device's lanes are grouped: 1 for the
+// cpu, 100 * kind + id for an accelerator (gpu(i) 100 + i, sim(i) 200 + i).
 int process_id(Device device) {
-  switch (device.kind) {
-    case DeviceKind::cpu:
-      return 1;
-    case DeviceKind::cuda:
-      return 100 + device.id;
-    case DeviceKind::sim:
-      return 200 + device.id;
-  }
-  return 0;
+  if (device.kind == DeviceKind::cpu) return 1;
+  return 100 * static_cast<int>(device.kind) + device.id;
 }
 
 double to_us(std::int64_t ns) {
@@ -353,12 +347,8 @@ std::vector<OpEvent> load(const std::string& path) {
       e.name = item.at("name").get<std::string>();
       e.lane = args.at("lane").get<std::string>();
       const std::string device = args.at("device").get<std::string>();
-      const auto open = device.find('(');
-      const std::string kind = device.substr(0, open);
-      e.device.kind = kind == "gpu"   ? DeviceKind::cuda
-                      : kind == "sim" ? DeviceKind::sim
-                                      : DeviceKind::cpu;
-      e.device.id = std::stoi(device.substr(open + 1));
+      // A kind this process has no backend for is an error, never read as another kind.
+      e.device = parse_device(device);
       const std::string queue = args.at("queue").get<std::string>();
       for (Queue q :
            {Queue::compute, Queue::copy_h2d, Queue::copy_d2h, Queue::copy_d2d, Queue::comm}) {

@@ -32,7 +32,6 @@ class SpinLock {
       }
     }
   }
-  bool try_lock() noexcept { return !locked_.exchange(true, std::memory_order_acquire); }
   void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
  private:

@@ -1,11 +1,11 @@
 #include "threaded_engine.h"
 
 #include <algorithm>
-#include <cassert>
 #include <limits>
 #include <thread>
 #include <vector>
 
+#include "assertions.h"
 #include "fast_tls.h"
 #include "logging.h"
 #include "profiler_recorder.h"
@@ -113,8 +113,11 @@ bool ThreadedEngine::queue_on_vars(OpRecord* op) {
   for (std::uint32_t i = 0; i < n; ++i) op->slots[i].var->lock.unlock();
   // Every var granted at once: no releasing op can reach this op any more, so nobody else
   // touches `pending_vars` and the count needs no atomic update.
-  return granted == n ||
-         op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1;
+  TANDEM_ASSERT(granted <= n, "an op was granted more vars than it has");
+  if (granted == n) return true;
+  const std::uint32_t before = op->pending_vars.fetch_sub(granted + 1, std::memory_order_acq_rel);
+  TANDEM_ASSERT(before >= granted + 1, "an op's pending var count went below zero");
+  return before == granted + 1;
 }
 
 void ThreadedEngine::dispatch(OpRecord* op) noexcept {
@@ -165,19 +168,15 @@ void ThreadedEngine::dispatch_profiled(OpRecord* op) noexcept {
 }
 
 AcceleratorExecutor& ThreadedEngine::accelerator_executor(Device device) {
-  // prepare() has checked that the device exists, so its id is in range.
-  const std::size_t index = (device.kind == DeviceKind::cuda ? 0 : kMaxAcceleratorsPerKind) +
-                            static_cast<std::size_t>(device.id);
-  if (AcceleratorExecutor* executor = accel_slots_[index].load(std::memory_order_acquire)) {
-    return *executor;
-  }
+  if (AcceleratorExecutor* executor = accel_slots_.find(device)) return *executor;
+  // prepare() has checked that the device exists; accelerator() throws if it does not.
+  Accelerator& target = accelerator(device);
+  const int count = accelerator_count(device.kind);
   std::lock_guard lock(accel_mutex_);
-  if (AcceleratorExecutor* executor = accel_slots_[index].load(std::memory_order_relaxed)) {
-    return *executor;
-  }
-  accel_.push_back(std::make_unique<AcceleratorExecutor>(accelerator(device), *this,
-                                                         config().accel.synchronize_each_op));
-  accel_slots_[index].store(accel_.back().get(), std::memory_order_release);
+  if (AcceleratorExecutor* executor = accel_slots_.find(device)) return *executor;
+  accel_.push_back(
+      std::make_unique<AcceleratorExecutor>(target, *this, config().accel.synchronize_each_op));
+  accel_slots_.insert(device, count, accel_.back().get());
   return *accel_.back();
 }
 
@@ -215,9 +214,9 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
       // Read the link first: once dispatched, the granted op may finish and be recycled.
       VarSlot* next = granted->next;
       OpRecord* ready = granted->op;
-      if (ready->pending_vars.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        dispatch_on_completion(ready);
-      }
+      const std::uint32_t before = ready->pending_vars.fetch_sub(1, std::memory_order_acq_rel);
+      TANDEM_ASSERT(before >= 1, "a var was granted to an op that waited for none");
+      if (before == 1) dispatch_on_completion(ready);
       granted = next;
     }
   }
@@ -279,7 +278,8 @@ bool ThreadedEngine::block_until(Condition condition, bool for_room,
 bool ThreadedEngine::wait_in_flight_at_most(std::uint64_t target,
                                             std::chrono::milliseconds timeout) {
   // Completions wake blocked threads only at the targets there are (see release()).
-  assert(target == 0 || target == resume_at_);
+  TANDEM_ASSERT(target == 0 || target == resume_at_,
+                "a backpressure wait for a target no completion wakes");
   return block_until([&] { return in_flight() <= target; }, target != 0, timeout);
 }
 
@@ -510,7 +510,7 @@ bool ThreadedEngine::shutdown(std::chrono::milliseconds timeout) {
   }
   {
     std::lock_guard lock(accel_mutex_);
-    for (auto& slot : accel_slots_) slot.store(nullptr, std::memory_order_relaxed);
+    accel_slots_.clear();
     accel_.clear();  // joins the launchers: nothing is pending, so they are idle
   }
   fence_waiter_.stop();  // its last hand-on may still be in cpu_->submit

@@ -27,6 +27,7 @@
 
 #include "accel_executor.h"
 #include "cpu_executor.h"
+#include "device_table.h"
 #include "engine_core.h"
 #include "fence_waiter.h"
 
@@ -154,9 +155,8 @@ class ThreadedEngine final : public EngineCore {
   // hands ops to cpu_, so it is destroyed first.
   FenceWaiter fence_waiter_{*this, *cpu_};
 
-  // Accelerator executors, indexed by (kind, id); a slot is set once under accel_mutex_.
-  static constexpr int kMaxAcceleratorsPerKind = 64;
-  std::array<std::atomic<AcceleratorExecutor*>, 2 * kMaxAcceleratorsPerKind> accel_slots_{};
+  // Accelerator executors by (kind, id); a slot is set once under accel_mutex_.
+  DeviceTable<AcceleratorExecutor> accel_slots_;
   std::mutex accel_mutex_;
   std::vector<std::unique_ptr<AcceleratorExecutor>> accel_;  // guarded by accel_mutex_
 };

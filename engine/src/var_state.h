@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "assertions.h"
 #include "device_work.h"
 #include "error_record.h"
 #include "spin_lock.h"
@@ -68,6 +69,7 @@ struct VarState {
 
   // Queues `slot` behind earlier ops; returns true when it is granted at once.
   bool enqueue(VarSlot* slot) {
+    TANDEM_ASSERT(slot->var == this && slot->op != nullptr, "a slot queued on another var");
     if (head == nullptr && !write_active && (!slot->write || active_reads == 0)) {
       take(slot);
       return true;
@@ -85,6 +87,8 @@ struct VarState {
   // Ends one granted access and grants what can run now: the next write alone, or every read
   // up to the next write. Returns the newly granted slots linked through `next`.
   VarSlot* release(bool was_write) {
+    TANDEM_ASSERT(was_write ? write_active : (!write_active && active_reads > 0),
+                  "a var released an access it had not granted");
     if (was_write) {
       write_active = false;
     } else {
@@ -107,6 +111,8 @@ struct VarState {
 
  private:
   void take(VarSlot* slot) {
+    TANDEM_ASSERT(!write_active && (!slot->write || active_reads == 0),
+                  "a var granted an access that conflicts with one it had granted");
     if (fenced) slot->op->needs_fence_sync.store(true, std::memory_order_relaxed);
     if (slot->write) {
       write_active = true;

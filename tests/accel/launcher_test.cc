@@ -7,7 +7,7 @@
 #include <atomic>
 #include <vector>
 
-#include "accel/sim_accelerator.h"
+#include "accel/sim/sim_accelerator.h"
 #include "sim_test_support.h"
 
 using namespace tandem;

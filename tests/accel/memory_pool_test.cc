@@ -315,3 +315,25 @@ TEST_SUITE("engine.accel.memory_pool") {
     CHECK(stats.cache_hits + stats.raw_allocations == 8000);
   }
 }
+
+TEST_CASE("a bounded cache gives blocks freed past its limit back to the raw allocator") {
+  auto owned = std::make_unique<BudgetAllocator>(std::size_t{1} << 30);
+  BudgetAllocator* raw = owned.get();
+  // Room for two 4 KiB blocks (size class 4096) in the cache, not three.
+  tandem::MemoryPool pool(tandem::cpu(), "host memory", std::move(owned), 2 * 4096);
+  const tandem::MemoryBlock a = pool.allocate(4096);
+  const tandem::MemoryBlock b = pool.allocate(4096);
+  const tandem::MemoryBlock c = pool.allocate(4096);
+  pool.free(a);
+  pool.free(b);
+  pool.free(c);  // past the limit
+  const tandem::MemoryPoolStats stats = pool.stats();
+  CHECK(stats.bytes_cached == 2 * 4096);
+  CHECK(stats.raw_frees == 1);
+  CHECK(stats.bytes_in_use == 0);
+  CHECK(raw->deallocations == 1);
+  // The cached ones are still reused.
+  const tandem::MemoryBlock again = pool.allocate(4000);
+  CHECK(pool.stats().cache_hits == 1);
+  pool.free(again);
+}

@@ -82,6 +82,10 @@ struct EngineStats {
   std::uint64_t pushes_over_bound = 0;
   std::uint64_t ops_in_flight = 0;
   std::uint64_t vars_alive = 0;  // made by new_var and not yet passed to delete_var
+  // Device-side waits of an accelerator op's stream on work of another stream (of any device of
+  // the same backend): each one an event wait on the device. A dependency chain on one device
+  // stays on one stream and adds none.
+  std::uint64_t cross_stream_waits = 0;
 };
 
 class Engine {

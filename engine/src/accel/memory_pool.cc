@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "../assertions.h"
 #include "../logging.h"
 
 namespace tandem {
@@ -36,8 +37,9 @@ OutOfMemoryError::OutOfMemoryError(Device device, std::size_t bytes, const std::
       device_(device),
       bytes_(bytes) {}
 
-MemoryPool::MemoryPool(Device device, std::string what, std::unique_ptr<RawAllocator> raw)
-    : device_(device), what_(std::move(what)), raw_(std::move(raw)) {}
+MemoryPool::MemoryPool(Device device, std::string what, std::unique_ptr<RawAllocator> raw,
+                       std::size_t cache_limit)
+    : device_(device), what_(std::move(what)), raw_(std::move(raw)), cache_limit_(cache_limit) {}
 
 MemoryPool::~MemoryPool() {
   release_cached();
@@ -67,6 +69,7 @@ MemoryBlock MemoryPool::try_allocate(std::size_t bytes) {
       stats_.bytes_cached -= size;
       stats_.bytes_in_use += size;
       stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+      note_allocated_locked({data, size});
       return {data, size};
     }
   }
@@ -86,7 +89,25 @@ MemoryBlock MemoryPool::try_allocate(std::size_t bytes) {
   ++stats_.raw_allocations;
   stats_.bytes_in_use += size;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  note_allocated_locked({data, size});
   return {data, size};
+}
+
+void MemoryPool::note_allocated_locked([[maybe_unused]] MemoryBlock block) {
+#if TANDEM_ASSERTIONS_ON
+  TANDEM_ASSERT(live_.emplace(block.data, block.bytes).second,
+                "a memory pool handed out a block that was still in use");
+#endif
+}
+
+void MemoryPool::note_freed_locked([[maybe_unused]] MemoryBlock block,
+                                   [[maybe_unused]] bool pending_only) {
+#if TANDEM_ASSERTIONS_ON
+  const auto it = live_.find(block.data);
+  TANDEM_ASSERT(it != live_.end(), "a block freed to a pool that did not hand it out (or twice)");
+  TANDEM_ASSERT(it->second == block.bytes, "a block freed with another size than its own");
+  if (!pending_only) live_.erase(it);
+#endif
 }
 
 void MemoryPool::throw_out_of_memory(std::size_t bytes) const {
@@ -134,11 +155,14 @@ MemoryBlock MemoryPool::allocate_or_wait(std::size_t bytes) {
 void MemoryPool::expect_free(MemoryBlock block) noexcept {
   if (block.data == nullptr) return;
   std::lock_guard lock(mutex_);
+  note_freed_locked(block, /*pending_only=*/true);
   stats_.bytes_pending_free += block.bytes;
 }
 
 bool MemoryPool::cache_locked(MemoryBlock block) noexcept {
+  note_freed_locked(block, /*pending_only=*/false);
   stats_.bytes_in_use -= block.bytes;
+  if (block.bytes > cache_limit_ - std::min(cache_limit_, stats_.bytes_cached)) return false;
   try {
     cached_[block.bytes].push_back(block.data);
     stats_.bytes_cached += block.bytes;
@@ -163,6 +187,7 @@ void MemoryPool::cancel_expected_free(MemoryBlock block) noexcept {
   if (block.data == nullptr) return;
   {
     std::lock_guard lock(mutex_);
+    note_freed_locked(block, /*pending_only=*/true);
     stats_.bytes_pending_free -= block.bytes;
     ++expected_freed_;  // waiters look again: if nothing else is pending, they give up
   }

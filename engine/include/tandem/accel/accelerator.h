@@ -1,4 +1,5 @@
-// Accelerator: one `cuda(i)` or `sim(i)` device: its streams, its memory and its model.
+// Accelerator: one accelerator device (`cuda(i)`, `sim(i)`, or one of a backend registered at run
+// time, see tandem/accel/backend.h): its streams, its memory and its model.
 //
 //   tandem::Accelerator& gpu = tandem::accelerator(tandem::sim(0));
 //   tandem::Stream& h2d = gpu.stream(tandem::Queue::copy_h2d);
@@ -51,12 +52,13 @@ class Accelerator {
   virtual void bind_thread() = 0;
 };
 
-// How many devices of `kind` exist: 1 for cpu; the CUDA runtime's count for cuda (0 when the
-// build has no CUDA or the machine no GPU or driver: cudaGetDeviceCount's error is logged once
-// and counts as 0); `AcceleratorConfig::sim_devices` for sim.
+// How many devices of `kind` exist: 1 for cpu; for an accelerator kind, what its backend row
+// counts: the CUDA runtime's count for cuda (0 when the build has no CUDA or the machine no GPU
+// or driver: cudaGetDeviceCount's error is logged once and counts as 0);
+// `AcceleratorConfig::sim_devices` for sim. Throws tandem::Error for a kind no backend names.
 int accelerator_count(DeviceKind kind);
-// The accelerator behind `device`, created on first use. Throws tandem::Error naming the device
-// and the count when it does not exist (or is the cpu).
+// The accelerator behind `device`, created by its backend row on first use. Throws tandem::Error
+// naming the device and the count when it does not exist (or is the cpu, or of an unknown kind).
 Accelerator& accelerator(Device device);
 // Sets the configuration the accelerators are created with. Must come before the first call to
 // accelerator(); by default they use AcceleratorConfig::from_env(). Throws tandem::Error if an

@@ -16,6 +16,7 @@
 // - Out of memory: release every cached block back to the raw allocator, retry once, then throw
 //   OutOfMemoryError naming the device and the size, and telling the bytes of live blocks from
 //   those whose free is already queued.
+// - The cache holds at most `cache_limit` bytes (unbounded unless the constructor says).
 // - Pending frees: a block whose free is queued behind ops that still use it (an array's last
 //   handle is gone, its deleter has not run yet) is announced with `expect_free` and freed with
 //   `free_expected`. `allocate_or_wait` waits for such frees before it gives up, so memory that
@@ -78,7 +79,12 @@ struct MemoryPoolStats {
 
 class MemoryPool {
  public:
-  MemoryPool(Device device, std::string what, std::unique_ptr<RawAllocator> raw);
+  static constexpr std::size_t kUnboundedCache = ~std::size_t{0};
+
+  // `cache_limit`: freed bytes kept for reuse at most; a block freed past it goes back to the
+  // raw allocator (host memory pools bound their cache; device pools keep everything).
+  MemoryPool(Device device, std::string what, std::unique_ptr<RawAllocator> raw,
+             std::size_t cache_limit = kUnboundedCache);
   ~MemoryPool();  // returns every cached block; blocks still in use are reported and leaked
   MemoryPool(const MemoryPool&) = delete;
   MemoryPool& operator=(const MemoryPool&) = delete;
@@ -108,6 +114,7 @@ class MemoryPool {
   const Device device_;
   const std::string what_;  // "device memory", "pinned host memory"
   std::unique_ptr<RawAllocator> raw_;
+  const std::size_t cache_limit_;
   mutable std::mutex mutex_;
   // nullptr when the raw allocator has no memory left even after releasing the cache.
   MemoryBlock try_allocate(std::size_t bytes);
@@ -120,6 +127,12 @@ class MemoryPool {
   MemoryPoolStats stats_;
   std::condition_variable freed_;     // signalled by free_expected
   std::uint64_t expected_freed_ = 0;  // free_expected calls so far, under mutex_
+  // Blocks handed out and not freed (data -> size class), under mutex_: kept only in builds with
+  // internal assertions (TANDEM_ASSERTIONS), to check that a block comes back to its own pool,
+  // once, with its size.
+  std::unordered_map<void*, std::size_t> live_;
+  void note_allocated_locked(MemoryBlock block);
+  void note_freed_locked(MemoryBlock block, bool pending_only);
 };
 
 }  // namespace tandem

@@ -104,9 +104,6 @@ class Stream {
   // Blocks the calling thread until all work enqueued so far has finished; throws its error.
   // For waits and tests, never for per-op completion.
   virtual void synchronize() = 0;
-
-  // The backend's own handle: the cudaStream_t on cuda, nullptr on sim.
-  virtual void* native_handle() = 0;
 };
 
 }  // namespace tandem

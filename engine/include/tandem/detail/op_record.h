@@ -55,20 +55,30 @@ struct VarSlot {
 
 // Layout: an op's record moves between cores (written by the pusher, read and written by a
 // worker, reused by the pusher), and every cache line it touches costs a coherence miss each
-// way. So what every op touches is packed into the first two lines, the callable and the first
-// var slot follow, and fields only some ops use (async completion, errors, priority queue,
-// profiling) come last and are written only when used.
+// way. So what every op touches is packed into the first two lines, the callable and the var
+// slots follow, and fields only some ops use (async completion, errors, priority queue,
+// profiling) come last and are written only when used. The offsets (x86-64, checked by the
+// static_asserts after the struct):
+//   bytes   0- 63  line 1: the callable's pointers, `slots`, `props` (24) and `device` (8)
+//   bytes  64-127  line 2: `num_slots`, the flags (`is_waiter` ... `needs_fence_sync`, 68-71),
+//                  `pending_vars`, `worker`, `sink`, `push_sequence`, `profile_id`,
+//                  `var_to_delete` and the two links
+//   bytes 128-223  the inline callable (96)
+//   bytes 224-415  the inline var slots (6 x 32)
+//   bytes 416-575  used by some ops only
 struct alignas(64) OpRecord {
   static constexpr std::size_t kInlineCallableBytes = 96;
   static constexpr std::size_t kInlineSlots = 6;
 
-  // --- line 1: what push writes and the worker reads ----------------------------------------
+  // --- line 1 (0-63): what push writes and the worker reads ---------------------------------
   void (*invoke)(void* callable, RunContext& ctx) = nullptr;
   void (*destroy)(void* callable, bool on_heap) noexcept = nullptr;
   void* callable = nullptr;
   VarSlot* slots = inline_slots;
   OpProps props{};
   Device device{};
+
+  // --- line 2 (64-127): the rest of what every op touches ----------------------------------
   std::uint32_t num_slots = 0;
   // Engine-internal ops that only signal a waiting thread: they run in the thread that grants
   // them, never change poison, and are not counted as user ops.
@@ -82,9 +92,8 @@ struct alignas(64) OpRecord {
   // hand-off through `pending_vars` makes it visible to the thread that runs the op.
   std::atomic<bool> needs_fence_sync{false};
 
-  // --- line 2: scheduling state --------------------------------------------------------------
-  // Vars not yet granted to this op, plus one held by push until it has queued on every var.
-  // The op is ready when this reaches zero.
+  // Scheduling state. Vars not yet granted to this op, plus one held by push until it has queued on
+  // every var. The op is ready when this reaches zero.
   std::atomic<std::uint32_t> pending_vars{0};
   int worker = -1;  // lane that ran it
   CompletionSink* sink = nullptr;
@@ -98,7 +107,7 @@ struct alignas(64) OpRecord {
   std::atomic<OpRecord*> next_ready{nullptr};
   OpRecord* next = nullptr;
 
-  // --- the callable and the var slots --------------------------------------------------------
+  // --- the callable (128-223) and the var slots (224-415) -----------------------------------
   alignas(std::max_align_t) unsigned char callable_storage[kInlineCallableBytes];
   VarSlot inline_slots[kInlineSlots];
 
@@ -132,6 +141,24 @@ struct alignas(64) OpRecord {
     callable = nullptr;
   }
 };
+
+// The layout the comment above describes, which the hot path's cache-line budget depends on.
+static_assert(std::is_standard_layout_v<OpRecord>, "offsetof below needs a standard layout");
+static_assert(sizeof(VarSlot) == 32, "six inline var slots are three cache lines");
+static_assert(offsetof(OpRecord, device) + sizeof(Device) <= 64,
+              "push's fields (callable, slots, props, device) fit in line 1");
+static_assert(offsetof(OpRecord, num_slots) == 64 &&
+                  offsetof(OpRecord, needs_fence_sync) + sizeof(std::atomic<bool>) <= 72,
+              "num_slots and the flags open line 2");
+static_assert(offsetof(OpRecord, next) + sizeof(OpRecord*) <= 128,
+              "the scheduling state ends within line 2");
+static_assert(offsetof(OpRecord, callable_storage) == 128, "the inline callable starts on line 3");
+static_assert(offsetof(OpRecord, inline_slots) == 128 + OpRecord::kInlineCallableBytes,
+              "the inline slots follow the callable");
+static_assert(offsetof(OpRecord, completion_refs) ==
+                  offsetof(OpRecord, inline_slots) + OpRecord::kInlineSlots * sizeof(VarSlot),
+              "the fields some ops use come last");
+static_assert(sizeof(OpRecord) % 64 == 0, "records are whole cache lines");
 
 // The pool of op records (thread-local caches over a shared free list).
 OpRecord* acquire_op_record();

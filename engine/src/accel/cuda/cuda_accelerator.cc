@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "accel/cuda_factory.h"
 #include "cuda_check.h"
 #include "cuda_event.h"
+#include "cuda_factory.h"
 #include "cuda_memory.h"
 #include "cuda_stream.h"
 #include "logging.h"
 #include "tandem/accel/cuda.h"
+#include "tandem/accel/stream_set.h"
 #include "tandem/errors.h"
 
 namespace tandem {
@@ -31,71 +32,33 @@ class CudaAccelerator final : public Accelerator {
         clock_(std::make_shared<DeviceClock>(id)),
         device_pool_(tandem::cuda(id), "device memory", std::make_unique<CudaDeviceAllocator>(id)),
         pinned_pool_(tandem::cuda(id), "pinned host memory",
-                     std::make_unique<CudaPinnedAllocator>(id)) {
-    if (config.compute_streams < 1) {
-      throw Error("tandem: " + to_string(device()) + ": compute_streams must be at least 1, got " +
-                  std::to_string(config.compute_streams));
-    }
+                     std::make_unique<CudaPinnedAllocator>(id)),
+        streams_(tandem::cuda(id), config.compute_streams,
+                 [this](Queue queue, int index, std::string name) {
+                   return std::make_unique<CudaStream>(id_, queue, index, std::move(name), events_,
+                                                       clock_);
+                 }) {
     cudaDeviceProp properties{};
     TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&properties, id), id);
     capacity_ = properties.totalGlobalMem;
     description_ = to_string(device()) + ": " + properties.name + ", " +
                    std::to_string(capacity_ >> 20) + " MiB, compute capability " +
                    std::to_string(properties.major) + "." + std::to_string(properties.minor);
-    for (int i = 0; i < config.compute_streams; ++i) {
-      compute_.push_back(std::make_unique<CudaStream>(id, Queue::compute, i, events_, clock_));
-    }
-    h2d_ = std::make_unique<CudaStream>(id, Queue::copy_h2d, 0, events_, clock_);
-    d2h_ = std::make_unique<CudaStream>(id, Queue::copy_d2h, 0, events_, clock_);
-    peer_ = std::make_unique<CudaStream>(id, Queue::copy_d2d, 0, events_, clock_);
-    comm_ = std::make_unique<CudaStream>(id, Queue::comm, 0, events_, clock_);
-    log().info("tandem: {} ready with {} compute streams", description_, compute_.size());
+    log().info("tandem: {} ready with {} compute streams", description_, compute_streams());
   }
 
   Device device() const override { return tandem::cuda(id_); }
   std::string description() const override { return description_; }
-  int compute_streams() const override { return static_cast<int>(compute_.size()); }
-
-  Stream& stream(Queue queue, int index) override {
-    switch (queue) {
-      case Queue::compute: {
-        const int n = compute_streams();
-        return *compute_[static_cast<std::size_t>(((index % n) + n) % n)];
-      }
-      case Queue::copy_h2d:
-        return *h2d_;
-      case Queue::copy_d2h:
-        return *d2h_;
-      case Queue::copy_d2d:
-        return *peer_;
-      case Queue::comm:
-        break;
-    }
-    return *comm_;
-  }
+  int compute_streams() const override { return streams_.compute_streams(); }
+  Stream& stream(Queue queue, int index) override { return streams_.stream(queue, index); }
 
   MemoryPool& device_pool() override { return device_pool_; }
   MemoryPool& pinned_pool() override { return pinned_pool_; }
   std::size_t memory_capacity() const override { return capacity_; }
   void bind_thread() override { TANDEM_CUDA_CHECK(cudaSetDevice(id_), id_); }
 
-  void synchronize() override {
-    // Every stream is drained, even after a failure; the first error is thrown at the end.
-    std::exception_ptr first;
-    auto drain = [&](CudaStream& stream) {
-      try {
-        stream.synchronize();
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-    };
-    for (auto& stream : compute_) drain(*stream);
-    drain(*h2d_);
-    drain(*d2h_);
-    drain(*peer_);
-    drain(*comm_);
-    if (first) std::rethrow_exception(first);
-  }
+  // Every stream is drained, even after a failure; the first error is thrown at the end.
+  void synchronize() override { streams_.synchronize(); }
 
  private:
   const int id_;
@@ -106,8 +69,7 @@ class CudaAccelerator final : public Accelerator {
   // Declared before the streams: destroyed after them, so nothing enqueued can still use them.
   MemoryPool device_pool_;
   MemoryPool pinned_pool_;
-  std::vector<std::unique_ptr<CudaStream>> compute_;
-  std::unique_ptr<CudaStream> h2d_, d2h_, peer_, comm_;
+  StreamSet streams_;
 };
 
 CudaStream& cuda_stream_of(Stream& stream, const char* what) {

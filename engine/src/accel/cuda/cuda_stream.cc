@@ -13,23 +13,6 @@ namespace tandem::detail {
 
 namespace {
 
-std::string stream_name(int device, Queue queue, int index) {
-  std::string name = to_string(tandem::cuda(device)) + " ";
-  switch (queue) {
-    case Queue::compute:
-      return name + "compute " + std::to_string(index);
-    case Queue::copy_h2d:
-      return name + "h2d";
-    case Queue::copy_d2h:
-      return name + "d2h";
-    case Queue::copy_d2d:
-      return name + "peer";
-    case Queue::comm:
-      return name + "comm";
-  }
-  return name + queue_name(queue);
-}
-
 // A host item in flight: the work, the segment it belongs to (to skip it after an upstream
 // failure and to fail the next event if it throws) and the stream's unreported error.
 struct HostItem {
@@ -110,12 +93,12 @@ std::size_t cublas_workspace_bytes(int device) {
 
 }  // namespace
 
-CudaStream::CudaStream(int device, Queue queue, int index, std::shared_ptr<EventPool> events,
-                       std::shared_ptr<DeviceClock> clock)
+CudaStream::CudaStream(int device, Queue queue, int index, std::string name,
+                       std::shared_ptr<EventPool> events, std::shared_ptr<DeviceClock> clock)
     : device_(device),
       queue_(queue),
       index_(index),
-      name_(stream_name(device, queue, index)),
+      name_(std::move(name)),
       events_(std::move(events)),
       clock_(std::move(clock)) {
   DeviceGuard guard(device_);

@@ -31,8 +31,9 @@ namespace tandem::detail {
 
 class CudaStream final : public Stream {
  public:
-  CudaStream(int device, Queue queue, int index, std::shared_ptr<EventPool> events,
-             std::shared_ptr<DeviceClock> clock);
+  // `name`: the profiler's lane name (StreamSet::name).
+  CudaStream(int device, Queue queue, int index, std::string name,
+             std::shared_ptr<EventPool> events, std::shared_ptr<DeviceClock> clock);
   ~CudaStream() override;
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
@@ -48,7 +49,6 @@ class CudaStream final : public Stream {
   void enqueue_host(std::function<void()> work, WorkCost cost) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override;
-  void* native_handle() override { return stream_; }
 
   cudaStream_t handle() const { return stream_; }
   // The stream's cuBLAS handle, created on first use (compute streams only).

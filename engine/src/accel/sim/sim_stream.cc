@@ -50,28 +50,11 @@ std::chrono::nanoseconds SimStreamModel::duration(const WorkCost& cost) const {
   return latency + std::chrono::nanoseconds(static_cast<std::int64_t>(work_ns));
 }
 
-std::string sim_stream_name(Device device, Queue queue, int index) {
-  std::string name = to_string(device) + " ";
-  switch (queue) {
-    case Queue::compute:
-      return name + "compute " + std::to_string(index);
-    case Queue::copy_h2d:
-      return name + "h2d";
-    case Queue::copy_d2h:
-      return name + "d2h";
-    case Queue::copy_d2d:
-      return name + "peer";
-    case Queue::comm:
-      return name + "comm";
-  }
-  return name + queue_name(queue);
-}
-
-SimStream::SimStream(Device device, Queue queue, int index, SimStreamModel model)
+SimStream::SimStream(Device device, Queue queue, int index, std::string name, SimStreamModel model)
     : device_(device),
       queue_(queue),
       index_(index),
-      name_(sim_stream_name(device, queue, index)),
+      name_(std::move(name)),
       model_(model),
       thread_([this] { run(); }) {}
 

@@ -54,7 +54,8 @@ class SimStream final : public Stream {
  public:
   static constexpr std::size_t kCapacity = 4096;
 
-  SimStream(Device device, Queue queue, int index, SimStreamModel model);
+  // `name`: the profiler's lane name (StreamSet::name).
+  SimStream(Device device, Queue queue, int index, std::string name, SimStreamModel model);
   // Finishes every item already enqueued, then joins the thread.
   ~SimStream() override;
   SimStream(const SimStream&) = delete;
@@ -73,7 +74,6 @@ class SimStream final : public Stream {
   // Waits for everything enqueued so far, then throws the first failure since the last
   // synchronize (a failed item, or a failed event this stream waited on), if any.
   void synchronize() override;
-  void* native_handle() override { return nullptr; }
 
   const SimStreamModel& model() const { return model_; }
 
@@ -118,8 +118,5 @@ class SimStream final : public Stream {
   std::exception_ptr segment_error_;  // stream thread only
   std::thread thread_;
 };
-
-// "sim(0) compute 1", "sim(0) h2d", "sim(0) d2h", "sim(0) peer", "sim(0) comm".
-std::string sim_stream_name(Device device, Queue queue, int index);
 
 }  // namespace tandem::detail

@@ -1,6 +1,5 @@
-// The CUDA backend as the accelerator registry sees it. Defined in engine/src/accel/cuda/ and
-// compiled only when the build has CUDA (TANDEM_HAVE_CUDA); the registry calls these two
-// functions under that macro and treats a build without CUDA as a machine without devices.
+// The CUDA backend's entry points, defined in cuda_accelerator.cc, which is compiled only when
+// the build has CUDA (TANDEM_HAVE_CUDA). The registry reaches them through cuda_backend().
 #pragma once
 
 #include <memory>

@@ -8,10 +8,12 @@
 #include <memory>
 
 #include "tandem/accel/accelerator.h"
+#include "tandem/accel/backend.h"
 
 namespace tandem::detail {
 
-std::unique_ptr<Accelerator> make_sim_accelerator(int id, const AcceleratorConfig& config);
+// The sim backend's row in the registry (kind DeviceKind::sim, printed "sim").
+Backend sim_backend();
 // The sim device that Accelerator::bind_thread last bound to the calling thread; cpu() if none.
 // For tests: the launcher of sim(i) runs its ops bound to sim(i), as that of cuda(i) does.
 Device sim_device_bound_to_this_thread();
