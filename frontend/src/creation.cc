@@ -8,13 +8,11 @@
 #include "access.h"
 #include "backend.h"
 #include "checks.h"
-#include "device_kernel.h"
 #include "elementwise.h"
+#include "kernels.h"
 #include "lazy_view.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
-#include "tandem/ops/cpu/copy.h"
-#include "tandem/ops/cuda/copy.h"
 
 namespace tandem::nd {
 
@@ -23,15 +21,12 @@ namespace {
 NDArray filled(const char* op, Engine& engine, const Shape& shape, double value, DType dtype,
                Device device) {
   NDArray out = detail::allocate_array(engine, shape, dtype, device, op);
-  if (device.is_accelerator()) {
-    detail::push_fill(out, value, op);
-    return out;
-  }
   const detail::DenseRef data = detail::dense_ref(out);
   const std::int64_t n = out.size();
   engine.push(
-      [data, n, dtype, value] {
-        ops::cpu::fill(ops::contiguous_view(data.resolve(), dtype, Shape{n}), value);
+      [data, n, dtype, value](RunContext& ctx) {
+        detail::kernels(ctx).fill(ctx.stream(),
+                                  ops::contiguous_view(data.resolve(), dtype, Shape{n}), value);
       },
       device, {}, {out.var()}, {.name = op});
   return out;
@@ -98,21 +93,10 @@ NDArray arange(double start, double stop, double step, DType dtype, Device devic
   const auto n = static_cast<std::int64_t>(std::max(0.0, count));
   NDArray out = detail::allocate_array(current_engine(), Shape{n}, dtype, device, "arange");
   const detail::DenseRef data = detail::dense_ref(out);
-  if (device.is_accelerator()) {
-    const WorkCost cost = detail::elementwise_cost(n, dtype, 1);
-    out.engine().push(
-        [data, n, dtype, start, step, cost](RunContext& ctx) {
-          const ops::ArrayView view = ops::contiguous_view(data.resolve(), dtype, Shape{n});
-          detail::enqueue_kernel(
-              ctx, cost, [view, start, step] { ops::cpu::arange(view, start, step); },
-              [&](Stream& stream) { ops::cuda::arange(view, start, step, stream); });
-        },
-        device, {}, {out.var()}, {.name = "arange"});
-    return out;
-  }
   out.engine().push(
-      [data, n, dtype, start, step] {
-        ops::cpu::arange(ops::contiguous_view(data.resolve(), dtype, Shape{n}), start, step);
+      [data, n, dtype, start, step](RunContext& ctx) {
+        detail::kernels(ctx).arange(
+            ctx.stream(), ops::contiguous_view(data.resolve(), dtype, Shape{n}), start, step);
       },
       device, {}, {out.var()}, {.name = "arange"});
   return out;

@@ -5,11 +5,9 @@
 
 #include "access.h"
 #include "checks.h"
-#include "device_kernel.h"
 #include "lazy_view.h"
+#include "op_push.h"
 #include "tandem/errors.h"
-#include "tandem/ops/cpu/copy.h"
-#include "tandem/ops/cuda/copy.h"
 
 namespace tandem::nd {
 
@@ -48,30 +46,7 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
     copies.emplace_back(detail::lazy_view(array), slab);
     offset += array.shape()[axis];
   }
-  if (out.device().is_accelerator()) {
-    const WorkCost cost = detail::elementwise_cost(out.size(), out.dtype(), 2, 0.0);
-    out.engine().push(
-        [copies = std::move(copies), cost](RunContext& ctx) {
-          std::vector<std::pair<ops::ArrayView, ops::ArrayView>> views;
-          views.reserve(copies.size());
-          for (const auto& [from, to] : copies) views.emplace_back(from.resolve(), to.resolve());
-          detail::enqueue_kernel(
-              ctx, cost,
-              [views] {
-                for (const auto& [from, to] : views) ops::cpu::copy(from, to);
-              },
-              [&](Stream& stream) {
-                for (const auto& [from, to] : views) ops::cuda::copy(from, to, stream);
-              });
-        },
-        out.device(), reads, {out.var()}, {.name = "concat"});
-    return out;
-  }
-  out.engine().push(
-      [copies = std::move(copies)] {
-        for (const auto& [from, to] : copies) ops::cpu::copy(from.resolve(), to.resolve());
-      },
-      out.device(), reads, {out.var()}, {.name = "concat"});
+  detail::push_copies(std::move(copies), reads, out, "concat");
   return out;
 }
 

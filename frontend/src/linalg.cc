@@ -1,17 +1,13 @@
 // dot and transpose.
 #include "tandem/nd/linalg.h"
 
-#include <array>
-#include <memory>
 #include <string>
 
 #include "access.h"
 #include "checks.h"
-#include "device_kernel.h"
 #include "lazy_view.h"
+#include "op_push.h"
 #include "tandem/errors.h"
-#include "tandem/ops/cpu/gemm.h"
-#include "tandem/ops/cuda/gemm.h"
 
 namespace tandem::nd {
 
@@ -56,25 +52,7 @@ NDArray dot(const NDArray& a, const NDArray& b) {
   va.layout = as_matrix(va.layout, false);
   vb.layout = as_matrix(vb.layout, true);
   vc.layout = ops::contiguous_view(nullptr, out.dtype(), Shape{m, n});
-  if (out.device().is_accelerator()) {
-    const WorkCost cost = detail::gemm_cost(m, n, inner_a, out.dtype());
-    engine.push(
-        [va, vb, vc, cost](RunContext& ctx) {
-          const ops::ArrayView a = va.resolve(), b = vb.resolve(), c = vc.resolve();
-          detail::enqueue_kernel(
-              ctx, cost, [a, b, c] { ops::cpu::gemm(a, b, c); },
-              [&](Stream& stream) { ops::cuda::gemm(a, b, c, stream); });
-        },
-        out.device(), {a.var(), b.var()}, {out.var()}, {.name = "dot"});
-    return out;
-  }
-  // Heap-held views: the closure would not fit the engine's inline op storage anyway.
-  auto views = std::make_unique<std::array<detail::LazyView, 3>>(std::array{va, vb, vc});
-  engine.push(
-      [views = std::move(views)] {
-        ops::cpu::gemm((*views)[0].resolve(), (*views)[1].resolve(), (*views)[2].resolve());
-      },
-      out.device(), {a.var(), b.var()}, {out.var()}, {.name = "dot"});
+  detail::push_dot(a, b, out, va, vb, vc);
   return out;
 }
 

@@ -8,7 +8,7 @@
 #include "checks.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
-#include "tandem/ops/cpu/copy.h"
+#include "tandem/ops/kernels.h"
 
 namespace tandem::nd {
 
@@ -165,7 +165,8 @@ void NDArray::read_into(void* destination, DType destination_dtype) const {
   if (device().is_accelerator()) return copyto(cpu()).read_into(destination, destination_dtype);
   wait_to_read();
   // The data is final once the wait returns: copy (and convert) it here, in the caller.
-  ops::cpu::copy(view(), ops::contiguous_view(destination, destination_dtype, shape_));
+  ops::host_kernels().copy(nullptr, view(),
+                           ops::contiguous_view(destination, destination_dtype, shape_));
 }
 
 void NDArray::read_scalar_into(void* destination, DType destination_dtype) const {

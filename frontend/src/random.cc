@@ -9,13 +9,11 @@
 
 #include "access.h"
 #include "checks.h"
-#include "device_kernel.h"
 #include "generator_registry.h"
+#include "kernels.h"
 #include "lazy_view.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
-#include "tandem/ops/cpu/random.h"
-#include "tandem/ops/cuda/random.h"
 #include "tandem/ops/philox.h"
 
 namespace tandem::nd::random {
@@ -103,52 +101,26 @@ namespace {
 
 enum class Distribution { uniform, normal };
 
-// Philox blocks a draw of n values consumes: what the kernels return, known before they run.
-// An accelerator draw advances the generator at launch, so the next draw (on any device) can
-// continue the stream while this one is still queued. This is no exception to the rule that a
-// launch function never touches the memory behind its vars (device_kernel.h): the generator's
-// state is host memory that only launch functions and cpu op bodies touch, never stream work,
-// and the engine runs those one at a time, in push order, for the generator's var.
-std::uint64_t blocks_for(std::int64_t n, DType dtype) {
-  const std::int64_t per_block = dtype == DType::float32
-                                     ? ops::random::UniformDistribution::values_per_block<float>
-                                     : ops::random::UniformDistribution::values_per_block<double>;
-  static_assert(ops::random::UniformDistribution::values_per_block<float> ==
-                ops::random::NormalDistribution::values_per_block<float>);
-  static_assert(ops::random::UniformDistribution::values_per_block<double> ==
-                ops::random::NormalDistribution::values_per_block<double>);
-  return static_cast<std::uint64_t>((n + per_block - 1) / per_block);
-}
-
-void push_draw_on_accelerator(Engine& engine, const char* op, Distribution distribution,
-                              detail::PhiloxStream* stream, Var generator, const NDArray& out,
-                              double a, double b) {
+// A draw advances the generator at launch by the Philox blocks it consumes (what the kernels
+// return, known before they run), so the next draw (on any device) can continue the stream
+// while this one is still queued on an accelerator. This is no exception to the rule that a
+// launch function never touches the memory behind its vars (kernels.h): the generator's state
+// is host memory that only op bodies touch, never stream work, and the engine runs those one at
+// a time, in push order, for the generator's var.
+void push_draw(Engine& engine, const char* op, Distribution distribution,
+               detail::PhiloxStream* stream, Var generator, const NDArray& out, double a,
+               double b) {
   const nd::detail::DenseRef data = nd::detail::dense_ref(out);
   const std::int64_t n = out.size();
   const DType dtype = out.dtype();
-  // Philox rounds per value: a dozen multiplies and adds.
-  const WorkCost cost = nd::detail::elementwise_cost(n, dtype, 1, 20.0);
   engine.push(
-      [stream, data, n, dtype, distribution, a, b, cost](RunContext& ctx) {
+      [stream, data, n, dtype, distribution, a, b](RunContext& ctx) {
         const auto view = ops::contiguous_view(data.resolve(), dtype, Shape{n});
-        const std::uint64_t seed = stream->seed, counter = stream->counter;
-        stream->counter += blocks_for(n, dtype);
-        nd::detail::enqueue_kernel(
-            ctx, cost,
-            [view, distribution, a, b, seed, counter] {
-              if (distribution == Distribution::uniform) {
-                ops::cpu::random_uniform(view, a, b, seed, counter);
-              } else {
-                ops::cpu::random_normal(view, a, b, seed, counter);
-              }
-            },
-            [&](Stream& device_stream) {
-              if (distribution == Distribution::uniform) {
-                ops::cuda::random_uniform(view, a, b, seed, counter, device_stream);
-              } else {
-                ops::cuda::random_normal(view, a, b, seed, counter, device_stream);
-              }
-            });
+        const ops::Kernels& kernels = nd::detail::kernels(ctx);
+        stream->counter +=
+            distribution == Distribution::uniform
+                ? kernels.random_uniform(ctx.stream(), view, a, b, stream->seed, stream->counter)
+                : kernels.random_normal(ctx.stream(), view, a, b, stream->seed, stream->counter);
       },
       out.device(), {}, {generator, out.var()}, {.name = op});
 }
@@ -185,21 +157,7 @@ NDArray draw(const char* op, Distribution distribution, const Shape& shape, doub
                 ": the generator belongs to another engine than the current one");
   }
   NDArray out = nd::detail::allocate_array(engine, shape, dtype, device, op);
-  detail::PhiloxStream* stream = source.state().stream;
-  if (device.is_accelerator()) {
-    push_draw_on_accelerator(engine, op, distribution, stream, source.var(), out, a, b);
-    return out;
-  }
-  const nd::detail::DenseRef data = nd::detail::dense_ref(out);
-  const std::int64_t n = out.size();
-  engine.push(
-      [stream, data, n, dtype, distribution, a, b] {
-        const auto view = ops::contiguous_view(data.resolve(), dtype, Shape{n});
-        stream->counter += distribution == Distribution::uniform
-                               ? ops::cpu::random_uniform(view, a, b, stream->seed, stream->counter)
-                               : ops::cpu::random_normal(view, a, b, stream->seed, stream->counter);
-      },
-      device, {}, {source.var(), out.var()}, {.name = op});
+  push_draw(engine, op, distribution, source.state().stream, source.var(), out, a, b);
   return out;
 }
 

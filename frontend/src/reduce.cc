@@ -5,11 +5,8 @@
 
 #include "access.h"
 #include "checks.h"
-#include "device_kernel.h"
-#include "lazy_view.h"
+#include "op_push.h"
 #include "tandem/errors.h"
-#include "tandem/ops/cpu/reduce.h"
-#include "tandem/ops/cuda/reduce.h"
 
 namespace tandem::nd {
 
@@ -17,15 +14,10 @@ using ops::ReduceOp;
 
 namespace {
 
-DType result_dtype(ReduceOp op, DType input) {
-  return op == ReduceOp::argmax ? DType::int64 : input;
-}
-
 void check_reducible(ReduceOp op, const NDArray& x, std::int64_t count) {
   const char* name = ops::op_name(op);
   if (ops::needs_floating(op)) detail::check_floating(name, x.dtype());
-  const bool needs_elements = op != ReduceOp::sum && op != ReduceOp::norm;
-  if (needs_elements && count == 0) {
+  if (!ops::reduces_empty(op) && count == 0) {
     throw Error(std::string("tandem: ") + name + ": cannot reduce zero elements (shape " +
                 x.shape().to_string() + ")");
   }
@@ -36,30 +28,9 @@ NDArray reduce_all(ReduceOp op, const NDArray& x) {
   detail::check_defined(name, x);
   check_reducible(op, x, x.size());
   // Like MXNet, a whole-array reduction has shape 1.
-  NDArray out =
-      detail::allocate_array(x.engine(), Shape{1}, result_dtype(op, x.dtype()), x.device(), name);
-  const detail::LazyView in = detail::lazy_view(x);
-  const detail::DenseRef result = detail::dense_ref(out);
-  const DType dtype = out.dtype();
-  if (out.device().is_accelerator()) {
-    const WorkCost cost = detail::elementwise_cost(x.size(), x.dtype(), 1);
-    out.engine().push(
-        [op, in, result, dtype, cost](RunContext& ctx) {
-          const ops::ArrayView vi = in.resolve();
-          const ops::ArrayView vo = ops::contiguous_view(result.resolve(), dtype, Shape{1});
-          detail::enqueue_kernel(
-              ctx, cost, [op, vi, vo] { ops::cpu::reduce_all(op, vi, vo); },
-              [&](Stream& stream) { ops::cuda::reduce_all(op, vi, vo, stream); });
-        },
-        out.device(), {x.var()}, {out.var()}, {.name = name});
-    return out;
-  }
-  out.engine().push(
-      [op, in, result, dtype] {
-        ops::cpu::reduce_all(op, in.resolve(),
-                             ops::contiguous_view(result.resolve(), dtype, Shape{1}));
-      },
-      out.device(), {x.var()}, {out.var()}, {.name = name});
+  NDArray out = detail::allocate_array(x.engine(), Shape{1}, ops::result_dtype(op, x.dtype()),
+                                       x.device(), name);
+  detail::push_reduce_all(op, x, out);
   return out;
 }
 
@@ -72,26 +43,8 @@ NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
   Shape kept = x.shape();
   kept[axis] = 1;
   NDArray out = detail::allocate_array(x.engine(), keepdims ? kept : reduced,
-                                       result_dtype(op, x.dtype()), x.device(), name);
-  const detail::LazyView in = detail::lazy_view(x);
-  // The kernel writes the dense result as the reduced shape; keepdims only adds a 1.
-  detail::LazyView result = detail::lazy_view(out);
-  result.layout = ops::contiguous_view(nullptr, out.dtype(), reduced);
-  if (out.device().is_accelerator()) {
-    const WorkCost cost = detail::elementwise_cost(x.size(), x.dtype(), 1);
-    out.engine().push(
-        [op, in, axis, result, cost](RunContext& ctx) {
-          const ops::ArrayView vi = in.resolve(), vo = result.resolve();
-          detail::enqueue_kernel(
-              ctx, cost, [op, vi, axis, vo] { ops::cpu::reduce_axis(op, vi, axis, vo); },
-              [&](Stream& stream) { ops::cuda::reduce_axis(op, vi, axis, vo, stream); });
-        },
-        out.device(), {x.var()}, {out.var()}, {.name = name});
-    return out;
-  }
-  out.engine().push(
-      [op, in, axis, result] { ops::cpu::reduce_axis(op, in.resolve(), axis, result.resolve()); },
-      out.device(), {x.var()}, {out.var()}, {.name = name});
+                                       ops::result_dtype(op, x.dtype()), x.device(), name);
+  detail::push_reduce_axis(op, x, axis, out);
   return out;
 }
 

@@ -59,9 +59,9 @@ void copy(const ArrayView& in, const ArrayView& out, tandem::Stream& stream) {
     dispatch_dtype(in.dtype, [&]<class From>(From) {
       if constexpr (std::is_same_v<To, From>) {
         if (indexer.dense()) {  // one run: a plain device-to-device copy
-          check(cudaMemcpyAsync(out.data, in.data, static_cast<std::size_t>(n) * sizeof(To),
-                                cudaMemcpyDefault, launch.stream()),
-                "copy (cudaMemcpyAsync)", launch.device());
+          check_cuda(cudaMemcpyAsync(out.data, in.data, static_cast<std::size_t>(n) * sizeof(To),
+                                     cudaMemcpyDefault, launch.stream()),
+                     "copy (cudaMemcpyAsync)", launch.device());
           return;
         }
       }

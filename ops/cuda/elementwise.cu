@@ -5,7 +5,7 @@
 #include <string>
 #include <type_traits>
 
-#include "../src/cpu/functor_dispatch.h"  // op tag -> functor, shared with the CPU kernels
+#include "common/functor_dispatch.h"  // op tag -> functor, shared with the CPU kernels
 #include "launch.cuh"
 #include "tandem/accel/accelerator.h"
 #include "tandem/ops/convert.h"
@@ -14,20 +14,6 @@
 namespace tandem::ops::cuda {
 
 namespace {
-
-// Integer types instantiate only the ops defined on them (as on the CPU).
-template <class T, class F>
-constexpr bool supported() {
-  return std::is_floating_point_v<T> ||
-         !(std::is_same_v<F, functors::Exp> || std::is_same_v<F, functors::Log> ||
-           std::is_same_v<F, functors::Sqrt> || std::is_same_v<F, functors::Sigmoid> ||
-           std::is_same_v<F, functors::Tanh> || std::is_same_v<F, functors::Power>);
-}
-
-[[noreturn]] void unsupported(const char* op, DType dtype) {
-  throw Error(std::string("tandem: ") + op + " is not defined for " + dtype_name(dtype) +
-              " arrays (floating types only)");
-}
 
 template <class T, class F>
 __global__ void unary_dense_kernel(F f, const T* in, T* out, std::int64_t n) {
@@ -95,8 +81,8 @@ class ZeroDivisorCheck {
         message_(std::string("tandem: divide: integer division by zero (") +
                  dtype_name(divisor.dtype) + " divisor of shape " + divisor.shape.to_string() +
                  " holds a 0)") {
-    check(cudaMemsetAsync(flag_.data(), 0, sizeof(unsigned), launch.stream()),
-          "divide (cudaMemsetAsync)", launch.device());
+    check_cuda(cudaMemsetAsync(flag_.data(), 0, sizeof(unsigned), launch.stream()),
+               "divide (cudaMemsetAsync)", launch.device());
   }
   ZeroDivisorCheck(const ZeroDivisorCheck&) = delete;
   ZeroDivisorCheck& operator=(const ZeroDivisorCheck&) = delete;
@@ -114,9 +100,9 @@ class ZeroDivisorCheck {
         static_cast<unsigned*>(pinned.allocate(sizeof(unsigned)).data), [&pinned](unsigned* data) {
           pinned.free(MemoryBlock{data, MemoryPool::size_class(sizeof(unsigned))});
         });
-    check(cudaMemcpyAsync(seen.get(), flag_.data(), sizeof(unsigned), cudaMemcpyDeviceToHost,
-                          launch_.stream()),
-          "divide (cudaMemcpyAsync)", launch_.device());
+    check_cuda(cudaMemcpyAsync(seen.get(), flag_.data(), sizeof(unsigned), cudaMemcpyDeviceToHost,
+                               launch_.stream()),
+               "divide (cudaMemcpyAsync)", launch_.device());
     stream_.enqueue_host(
         [seen, message = message_] {
           if (*seen != 0) throw Error(message);
@@ -148,8 +134,8 @@ __global__ void binary_scalar_kernel(F f, const T* a, T scalar, T* out, StridedI
 void unary(UnaryOp op, const ArrayView& in, const ArrayView& out, tandem::Stream& stream) {
   const std::int64_t n = out.num_elements();
   dispatch_dtype(out.dtype, [&]<class T>(T) {
-    cpu::dispatch_unary(op, [&]<class F>(F f) {
-      if constexpr (supported<T, F>()) {
+    dispatch_unary(op, [&]<class F>(F f) {
+      if constexpr (functor_defined_for<T, F>()) {
         if (n == 0) return;
         Launch launch(stream, op_name(op));
         const auto indexer = make_indexer<2>(out.shape, {&in.strides, &out.strides});
@@ -162,7 +148,7 @@ void unary(UnaryOp op, const ArrayView& in, const ArrayView& out, tandem::Stream
         }
         launch.launched();
       } else {
-        unsupported(op_name(op), out.dtype);
+        unsupported_dtype(op_name(op), out.dtype);
       }
     });
   });
@@ -172,8 +158,8 @@ void binary(BinaryOp op, const ArrayView& a, const ArrayView& b, const ArrayView
             tandem::Stream& stream) {
   const std::int64_t n = out.num_elements();
   dispatch_dtype(out.dtype, [&]<class T>(T) {
-    cpu::dispatch_binary(op, [&]<class F>(F f) {
-      if constexpr (supported<T, F>()) {
+    dispatch_binary(op, [&]<class F>(F f) {
+      if constexpr (functor_defined_for<T, F>()) {
         if (n == 0) return;
         Launch launch(stream, op_name(op));
         const auto indexer = make_indexer<3>(out.shape, {&a.strides, &b.strides, &out.strides});
@@ -195,7 +181,7 @@ void binary(BinaryOp op, const ArrayView& a, const ArrayView& b, const ArrayView
           run(f);
         }
       } else {
-        unsupported(op_name(op), out.dtype);
+        unsupported_dtype(op_name(op), out.dtype);
       }
     });
   });
@@ -205,8 +191,8 @@ void binary_scalar(BinaryOp op, const ArrayView& a, double scalar, bool scalar_f
                    const ArrayView& out, tandem::Stream& stream) {
   const std::int64_t n = out.num_elements();
   dispatch_dtype(out.dtype, [&]<class T>(T) {
-    cpu::dispatch_binary(op, [&]<class F>(F f) {
-      if constexpr (supported<T, F>()) {
+    dispatch_binary(op, [&]<class F>(F f) {
+      if constexpr (functor_defined_for<T, F>()) {
         if (n == 0) return;
         Launch launch(stream, op_name(op));
         const T value = convert<T>(scalar);
@@ -239,7 +225,7 @@ void binary_scalar(BinaryOp op, const ArrayView& a, double scalar, bool scalar_f
           run(f);
         }
       } else {
-        unsupported(op_name(op), out.dtype);
+        unsupported_dtype(op_name(op), out.dtype);
       }
     });
   });

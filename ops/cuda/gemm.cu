@@ -34,14 +34,6 @@ BlasOperand describe(const ArrayView& v) {
   return {};
 }
 
-void check_cublas(cublasStatus_t status, const Launch& launch, const char* call) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  (void)cudaGetLastError();
-  throw Error(std::string("tandem: gemm: ") + call + " on gpu(" + std::to_string(launch.device()) +
-              ") failed: " + cublasGetStatusString(status) + " (" + cublasGetStatusName(status) +
-              ")");
-}
-
 template <class T>
 void blas_gemm(cublasHandle_t handle, const Launch& launch, const ArrayView& a, BlasOperand da,
                const ArrayView& b, BlasOperand db, const ArrayView& c) {
@@ -55,12 +47,12 @@ void blas_gemm(cublasHandle_t handle, const Launch& launch, const ArrayView& a, 
     check_cublas(
         cublasSgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const float>(), db.leading,
                        a.typed<const float>(), da.leading, &zero, c.typed<float>(), ldc),
-        launch, "cublasSgemm_64");
+        "gemm: cublasSgemm_64", launch.device());
   } else {
     check_cublas(
         cublasDgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const double>(), db.leading,
                        a.typed<const double>(), da.leading, &zero, c.typed<double>(), ldc),
-        launch, "cublasDgemm_64");
+        "gemm: cublasDgemm_64", launch.device());
   }
 }
 

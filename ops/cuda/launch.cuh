@@ -10,24 +10,19 @@
 #include <cstdint>
 #include <string>
 
-#include "../src/cpu/strided_loop.h"  // make_layout: the dimension merging the CPU kernels use
+#include "common/strided_loop.h"  // make_layout: the dimension merging the CPU kernels use
 #include "tandem/accel/cuda.h"
+#include "tandem/accel/cuda_check.h"
 #include "tandem/accel/stream.h"
 #include "tandem/errors.h"
 #include "tandem/ops/array_view.h"
 
 namespace tandem::ops::cuda {
 
-// "tandem: <what> on gpu(0) failed: <description> (<name>)"; clears the runtime's last error.
-[[noreturn]] inline void throw_cuda_error(const char* what, int device, cudaError_t status) {
-  (void)cudaGetLastError();
-  throw Error(std::string("tandem: ") + what + " on gpu(" + std::to_string(device) +
-              ") failed: " + cudaGetErrorString(status) + " (" + cudaGetErrorName(status) + ")");
-}
-
-inline void check(cudaError_t status, const char* what, int device) {
-  if (status != cudaSuccess) throw_cuda_error(what, device, status);
-}
+// Every CUDA call of the kernels is checked with the engine's helper: a failure is a
+// tandem::Error "tandem: <what> on gpu(0) failed: <description> (<name>)".
+using tandem::detail::check_cublas;
+using tandem::detail::check_cuda;
 
 // The launch context of one op: its stream's device is current while it lives (kernels and
 // cudaMallocAsync go to the current device), and `launched` checks a launch.
@@ -35,9 +30,9 @@ class Launch {
  public:
   Launch(tandem::Stream& stream, const char* op)
       : op_(op), device_(stream.device().id), stream_(tandem::cuda_stream(stream)) {
-    check(cudaGetDevice(&previous_), op_, device_);
+    check_cuda(cudaGetDevice(&previous_), op_, device_);
     if (previous_ != device_) {
-      check(cudaSetDevice(device_), op_, device_);
+      check_cuda(cudaSetDevice(device_), op_, device_);
     } else {
       previous_ = -1;
     }
@@ -52,7 +47,7 @@ class Launch {
   int device() const { return device_; }
   const char* op() const { return op_; }
   // After every <<<...>>>: a bad configuration or a missing kernel image shows up here.
-  void launched() const { check(cudaGetLastError(), op_, device_); }
+  void launched() const { check_cuda(cudaGetLastError(), op_, device_); }
 
  private:
   const char* op_;
@@ -99,7 +94,7 @@ struct StridedIndexer {
 
 template <int N>
 StridedIndexer<N> make_indexer(const Shape& shape, const std::array<const Strides*, N>& strides) {
-  const auto layout = cpu::make_layout<N>(shape, strides);
+  const auto layout = make_layout<N>(shape, strides);
   StridedIndexer<N> indexer;
   indexer.ndim = layout.ndim;
   for (int d = 0; d < layout.ndim; ++d) {
@@ -118,7 +113,9 @@ StridedIndexer<N> make_indexer(const Shape& shape, const std::array<const Stride
 class Scratch {
  public:
   Scratch(const Launch& launch, std::size_t bytes) : launch_(launch) {
-    if (bytes > 0) check(cudaMallocAsync(&data_, bytes, launch.stream()), "cudaMallocAsync", launch.device());
+    if (bytes > 0)
+      check_cuda(cudaMallocAsync(&data_, bytes, launch.stream()), "cudaMallocAsync",
+                 launch.device());
   }
   ~Scratch() {
     if (data_ != nullptr && cudaFreeAsync(data_, launch_.stream()) != cudaSuccess) {

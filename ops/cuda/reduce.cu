@@ -15,6 +15,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "common/reduce_checks.h"
 #include "launch.cuh"
 #include "tandem/ops/convert.h"
 #include "tandem/ops/cuda/reduce.h"
@@ -183,18 +184,6 @@ decltype(auto) dispatch_rule(ReduceOp op, DType dtype, Fn&& fn) {
   });
 }
 
-void check_out_dtype(ReduceOp op, const ArrayView& in, const ArrayView& out) {
-  const DType expected = op == ReduceOp::argmax ? DType::int64 : in.dtype;
-  if (out.dtype != expected) {
-    throw Error(std::string("tandem: ") + op_name(op) + ": output must be " + dtype_name(expected) +
-                ", got " + dtype_name(out.dtype));
-  }
-  if (op == ReduceOp::norm && !is_floating(in.dtype)) {
-    throw Error(std::string("tandem: norm is not defined for ") + dtype_name(in.dtype) +
-                " arrays (floating types only)");
-  }
-}
-
 constexpr std::size_t kAlign = 256;
 std::size_t aligned(std::size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
@@ -209,15 +198,15 @@ void reduce_all_typed(const ArrayView& in, const ArrayView& out, const Launch& l
   auto input = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
                                                LoadAll<T, Rule>{in.typed<const T>(), indexer});
   std::size_t temp_bytes = 0;
-  check(cub::DeviceReduce::Reduce(nullptr, temp_bytes, input, static_cast<Acc*>(nullptr), n, Rule{},
-                                  Rule::identity(), launch.stream()),
-        "reduce (cub::DeviceReduce::Reduce size query)", launch.device());
+  check_cuda(cub::DeviceReduce::Reduce(nullptr, temp_bytes, input, static_cast<Acc*>(nullptr), n,
+                                       Rule{}, Rule::identity(), launch.stream()),
+             "reduce (cub::DeviceReduce::Reduce size query)", launch.device());
   const std::size_t acc_bytes = aligned(sizeof(Acc));
   Scratch scratch(launch, acc_bytes + temp_bytes);
   Acc* acc = scratch.as<Acc>();
-  check(cub::DeviceReduce::Reduce(scratch.as<void>(acc_bytes), temp_bytes, input, acc, n, Rule{},
-                                  Rule::identity(), launch.stream()),
-        "reduce (cub::DeviceReduce::Reduce)", launch.device());
+  check_cuda(cub::DeviceReduce::Reduce(scratch.as<void>(acc_bytes), temp_bytes, input, acc, n,
+                                       Rule{}, Rule::identity(), launch.stream()),
+             "reduce (cub::DeviceReduce::Reduce)", launch.device());
   // The single output element: a 1-element "segment" list at out.data.
   StridedIndexer<2> single;
   single.shape[0] = 1;
@@ -250,17 +239,17 @@ void reduce_axis_typed(const ArrayView& in, int axis, const ArrayView& out, cons
   // CUB sets to the identity.
   const auto ends = length == 0 ? begins : begins + 1;
   std::size_t temp_bytes = 0;
-  check(cub::DeviceSegmentedReduce::Reduce(nullptr, temp_bytes, input, static_cast<Acc*>(nullptr),
-                                           segments, begins, ends, Rule{}, Rule::identity(),
-                                           launch.stream()),
-        "reduce_axis (cub::DeviceSegmentedReduce::Reduce size query)", launch.device());
+  check_cuda(cub::DeviceSegmentedReduce::Reduce(nullptr, temp_bytes, input,
+                                                static_cast<Acc*>(nullptr), segments, begins, ends,
+                                                Rule{}, Rule::identity(), launch.stream()),
+             "reduce_axis (cub::DeviceSegmentedReduce::Reduce size query)", launch.device());
   const std::size_t acc_bytes = aligned(sizeof(Acc) * static_cast<std::size_t>(segments));
   Scratch scratch(launch, acc_bytes + temp_bytes);
   Acc* acc = scratch.as<Acc>();
-  check(cub::DeviceSegmentedReduce::Reduce(scratch.as<void>(acc_bytes), temp_bytes, input, acc,
-                                           segments, begins, ends, Rule{}, Rule::identity(),
-                                           launch.stream()),
-        "reduce_axis (cub::DeviceSegmentedReduce::Reduce)", launch.device());
+  check_cuda(cub::DeviceSegmentedReduce::Reduce(scratch.as<void>(acc_bytes), temp_bytes, input, acc,
+                                                segments, begins, ends, Rule{}, Rule::identity(),
+                                                launch.stream()),
+             "reduce_axis (cub::DeviceSegmentedReduce::Reduce)", launch.device());
   finish_kernel<Out, Rule><<<grid_for(segments), kThreads, 0, launch.stream()>>>(
       acc, out.typed<Out>(), outer, segments, length);
   launch.launched();
@@ -269,7 +258,7 @@ void reduce_axis_typed(const ArrayView& in, int axis, const ArrayView& out, cons
 }  // namespace
 
 void reduce_all(ReduceOp op, const ArrayView& in, const ArrayView& out, tandem::Stream& stream) {
-  check_out_dtype(op, in, out);
+  check_reduce_dtypes(op, in, out);
   Launch launch(stream, op_name(op));
   dispatch_rule(op, in.dtype, [&]<class T, class Rule>(T, Rule) {
     if (op == ReduceOp::argmax) {
@@ -282,7 +271,7 @@ void reduce_all(ReduceOp op, const ArrayView& in, const ArrayView& out, tandem::
 
 void reduce_axis(ReduceOp op, const ArrayView& in, int axis, const ArrayView& out,
                  tandem::Stream& stream) {
-  check_out_dtype(op, in, out);
+  check_reduce_dtypes(op, in, out);
   Launch launch(stream, op_name(op));
   dispatch_rule(op, in.dtype, [&]<class T, class Rule>(T, Rule) {
     if (op == ReduceOp::argmax) {

@@ -2,77 +2,25 @@
 
 namespace tandem::ops {
 
+#define TANDEM_OP_NAME_CASE(Enum, name) \
+  case Enum::name:                      \
+    return #name;
+#define TANDEM_UNARY_NAME(name, ...) TANDEM_OP_NAME_CASE(UnaryOp, name)
+#define TANDEM_BINARY_NAME(name, ...) TANDEM_OP_NAME_CASE(BinaryOp, name)
+#define TANDEM_REDUCE_NAME(name, ...) TANDEM_OP_NAME_CASE(ReduceOp, name)
+
 const char* op_name(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::negative:
-      return "negative";
-    case UnaryOp::abs:
-      return "abs";
-    case UnaryOp::square:
-      return "square";
-    case UnaryOp::relu:
-      return "relu";
-    case UnaryOp::exp:
-      return "exp";
-    case UnaryOp::log:
-      return "log";
-    case UnaryOp::sqrt:
-      return "sqrt";
-    case UnaryOp::sigmoid:
-      return "sigmoid";
-    case UnaryOp::tanh:
-      return "tanh";
-  }
+  switch (op) { TANDEM_UNARY_OPS(TANDEM_UNARY_NAME) }
   return "unary";
 }
 
 const char* op_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::add:
-      return "add";
-    case BinaryOp::subtract:
-      return "subtract";
-    case BinaryOp::multiply:
-      return "multiply";
-    case BinaryOp::divide:
-      return "divide";
-    case BinaryOp::maximum:
-      return "maximum";
-    case BinaryOp::minimum:
-      return "minimum";
-    case BinaryOp::equal:
-      return "equal";
-    case BinaryOp::not_equal:
-      return "not_equal";
-    case BinaryOp::greater:
-      return "greater";
-    case BinaryOp::greater_equal:
-      return "greater_equal";
-    case BinaryOp::less:
-      return "less";
-    case BinaryOp::less_equal:
-      return "less_equal";
-    case BinaryOp::power:
-      return "power";
-  }
+  switch (op) { TANDEM_BINARY_OPS(TANDEM_BINARY_NAME) }
   return "binary";
 }
 
 const char* op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum:
-      return "sum";
-    case ReduceOp::mean:
-      return "mean";
-    case ReduceOp::max:
-      return "max";
-    case ReduceOp::min:
-      return "min";
-    case ReduceOp::argmax:
-      return "argmax";
-    case ReduceOp::norm:
-      return "norm";
-  }
+  switch (op) { TANDEM_REDUCE_OPS(TANDEM_REDUCE_NAME) }
   return "reduce";
 }
 

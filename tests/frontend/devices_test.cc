@@ -8,31 +8,15 @@
 
 #include "frontend_test_util.h"
 #include "tandem/accel/accelerator.h"
+#include "test_devices.h"
 
 namespace tandem::testing {
 
 namespace {
 
-// cpu, the sim devices (at most two) and cuda(0) when there is one; a visible line otherwise.
-std::vector<Device> test_devices() {
-  std::vector<Device> devices{cpu()};
-  for (int i = 0; i < std::min(2, device_count(DeviceKind::sim)); ++i) devices.push_back(sim(i));
-  if (device_count(DeviceKind::cuda) > 0) {
-    devices.push_back(cuda(0));
-  } else {
-    MESSAGE("SKIPPED cuda(0): no CUDA device");
-  }
-  return devices;
-}
-
-std::vector<Device> accelerators() {
-  std::vector<Device> devices = test_devices();
-  devices.erase(devices.begin());
-  return devices;
-}
-
-// Results from a device must be the cpu's: bit for bit on sim (the same CPU kernels run there),
-// within the dtype's tolerance on cuda (a different summation order in reductions and gemm).
+// Results from a device must be the cpu's: bit for bit where the same CPU kernels run (sim, and
+// test backends), within the dtype's tolerance on cuda (a different summation order in
+// reductions and gemm).
 void check_same(const NDArray& on_device, const NDArray& on_cpu, const std::string& what) {
   INFO(what << " on " << to_string(on_device.device()));
   CHECK(on_device.shape() == on_cpu.shape());
@@ -42,7 +26,7 @@ void check_same(const NDArray& on_device, const NDArray& on_cpu, const std::stri
   REQUIRE(got.size() == expected.size());
   int wrong = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const bool ok = on_device.device().kind == DeviceKind::sim
+    const bool ok = runs_cpu_kernels(on_device.device())
                         ? (got[i] == expected[i] || (std::isnan(got[i]) && std::isnan(expected[i])))
                         : close(got[i], expected[i], on_device.dtype());
     if (!ok && wrong++ < 5) {

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
+#include "common/strided_loop.h"
 #include "parallel.h"
-#include "strided_loop.h"
 #include "tandem/ops/convert.h"
 
 namespace tandem::ops::cpu {

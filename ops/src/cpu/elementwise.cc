@@ -6,29 +6,15 @@
 #include <string>
 #include <type_traits>
 
-#include "functor_dispatch.h"
+#include "common/functor_dispatch.h"
+#include "common/strided_loop.h"
 #include "parallel.h"
-#include "strided_loop.h"
 #include "tandem/errors.h"
 #include "tandem/ops/convert.h"
 
 namespace tandem::ops::cpu {
 
 namespace {
-
-// Integer types instantiate only the ops defined on them.
-template <class T, class F>
-constexpr bool supported() {
-  return std::is_floating_point_v<T> ||
-         !(std::is_same_v<F, functors::Exp> || std::is_same_v<F, functors::Log> ||
-           std::is_same_v<F, functors::Sqrt> || std::is_same_v<F, functors::Sigmoid> ||
-           std::is_same_v<F, functors::Tanh> || std::is_same_v<F, functors::Power>);
-}
-
-[[noreturn]] void unsupported(const char* op, DType dtype) {
-  throw Error(std::string("tandem: ") + op + " is not defined for " + dtype_name(dtype) +
-              " arrays (floating types only)");
-}
 
 template <class T, class F>
 void unary_run(F f, const T* in, std::int64_t si, T* out, std::int64_t so, std::int64_t n) {
@@ -109,10 +95,10 @@ void check_no_zero_divisor(const ArrayView& divisor) {
 void unary(UnaryOp op, const ArrayView& in, const ArrayView& out) {
   dispatch_dtype(out.dtype, [&]<class T>(T) {
     dispatch_unary(op, [&]<class F>(F f) {
-      if constexpr (supported<T, F>()) {
+      if constexpr (functor_defined_for<T, F>()) {
         unary_typed<T>(f, in, out);
       } else {
-        unsupported(op_name(op), out.dtype);
+        unsupported_dtype(op_name(op), out.dtype);
       }
     });
   });
@@ -122,10 +108,10 @@ void binary(BinaryOp op, const ArrayView& a, const ArrayView& b, const ArrayView
   dispatch_dtype(out.dtype, [&]<class T>(T) {
     if (op == BinaryOp::divide) check_no_zero_divisor<T>(b);
     dispatch_binary(op, [&]<class F>(F f) {
-      if constexpr (supported<T, F>()) {
+      if constexpr (functor_defined_for<T, F>()) {
         binary_typed<T>(f, a, b, out);
       } else {
-        unsupported(op_name(op), out.dtype);
+        unsupported_dtype(op_name(op), out.dtype);
       }
     });
   });
@@ -140,14 +126,14 @@ void binary_scalar(BinaryOp op, const ArrayView& a, double scalar, bool scalar_f
     if (op == BinaryOp::divide && !scalar_first) check_no_zero_divisor<T>(s);
     if (op == BinaryOp::divide && scalar_first) check_no_zero_divisor<T>(a);
     dispatch_binary(op, [&]<class F>(F f) {
-      if constexpr (supported<T, F>()) {
+      if constexpr (functor_defined_for<T, F>()) {
         if (scalar_first) {
           binary_typed<T>(f, s, a, out);
         } else {
           binary_typed<T>(f, a, s, out);
         }
       } else {
-        unsupported(op_name(op), out.dtype);
+        unsupported_dtype(op_name(op), out.dtype);
       }
     });
   });

@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "common/strided_loop.h"
 #include "parallel.h"
-#include "strided_loop.h"
 #include "tandem/errors.h"
 #include "tandem/ops/philox.h"
 

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "common/reduce_checks.h"
+#include "common/strided_loop.h"
 #include "parallel.h"
 #include "reducers.h"
-#include "strided_loop.h"
 #include "tandem/errors.h"
 
 namespace tandem::ops::cpu {
@@ -119,22 +120,10 @@ void reduce_axis_typed(const ArrayView& in, int axis, const ArrayView& out) {
   });
 }
 
-void check_out_dtype(ReduceOp op, const ArrayView& in, const ArrayView& out) {
-  const DType expected = op == ReduceOp::argmax ? DType::int64 : in.dtype;
-  if (out.dtype != expected) {
-    throw Error(std::string("tandem: ") + op_name(op) + ": output must be " + dtype_name(expected) +
-                ", got " + dtype_name(out.dtype));
-  }
-  if (op == ReduceOp::norm && !is_floating(in.dtype)) {
-    throw Error(std::string("tandem: norm is not defined for ") + dtype_name(in.dtype) +
-                " arrays (floating types only)");
-  }
-}
-
 }  // namespace
 
 void reduce_all(ReduceOp op, const ArrayView& in, const ArrayView& out) {
-  check_out_dtype(op, in, out);
+  check_reduce_dtypes(op, in, out);
   dispatch_reducer(op, in.dtype, [&]<class T, class R>(T, R) {
     if (op == ReduceOp::argmax) {
       reduce_all_typed<std::int64_t, T, R>(in, out);
@@ -145,7 +134,7 @@ void reduce_all(ReduceOp op, const ArrayView& in, const ArrayView& out) {
 }
 
 void reduce_axis(ReduceOp op, const ArrayView& in, int axis, const ArrayView& out) {
-  check_out_dtype(op, in, out);
+  check_reduce_dtypes(op, in, out);
   dispatch_reducer(op, in.dtype, [&]<class T, class R>(T, R) {
     if (op == ReduceOp::argmax) {
       reduce_axis_typed<std::int64_t, T, R>(in, axis, out);

@@ -1,37 +1,4 @@
-// Checking CUDA runtime and cuBLAS return codes: every call of the backend goes through
-// check_cuda / check_cublas, which turn a failure into a tandem::Error naming the call, the
-// device and the runtime's description of the error.
+// The CUDA error checks live in the public tandem/accel/cuda_check.h, shared with tandem_ops.
 #pragma once
 
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-
-#include <string>
-
-namespace tandem::detail {
-
-// "cudaMemcpyAsync on gpu(0) failed: out of memory (cudaErrorMemoryAllocation)".
-std::string cuda_error_message(const char* call, int device, cudaError_t error);
-
-// Throws tandem::Error unless `error` is cudaSuccess. The runtime also keeps the error as the
-// thread's "last error"; it is cleared here so that a later cudaGetLastError after a kernel
-// launch does not report this failure a second time.
-void check_cuda(cudaError_t error, const char* call, int device);
-void check_cublas(cublasStatus_t status, const char* call, int device);
-
-// Makes `device` current for the lifetime of the guard and restores the previous one.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
-}  // namespace tandem::detail
-
-#define TANDEM_CUDA_CHECK(call, device) ::tandem::detail::check_cuda((call), #call, (device))
-#define TANDEM_CUBLAS_CHECK(call, device) ::tandem::detail::check_cublas((call), #call, (device))
+#include "tandem/accel/cuda_check.h"

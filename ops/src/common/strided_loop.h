@@ -13,7 +13,7 @@
 
 #include "tandem/ops/array_view.h"
 
-namespace tandem::ops::cpu {
+namespace tandem::ops {
 
 template <int N>
 struct StridedLayout {
@@ -114,4 +114,4 @@ void for_each_run(const StridedLayout<N>& layout, std::int64_t begin, std::int64
   }
 }
 
-}  // namespace tandem::ops::cpu
+}  // namespace tandem::ops

@@ -1,0 +1,80 @@
+// The cuda backend's kernel table: the gpu(i) kernels of this folder, enqueued on the op's CUDA
+// stream (they throw tandem::Error when called without one).
+#include <string>
+
+#include "kernel_tables.h"
+#include "tandem/accel/stream.h"
+#include "tandem/errors.h"
+#include "tandem/ops/cuda/copy.h"
+#include "tandem/ops/cuda/elementwise.h"
+#include "tandem/ops/cuda/gemm.h"
+#include "tandem/ops/cuda/random.h"
+#include "tandem/ops/cuda/reduce.h"
+
+namespace tandem::ops {
+
+namespace {
+
+Stream& on(Stream* stream, const char* kernel) {
+  if (stream == nullptr) [[unlikely]] {
+    throw Error(std::string("tandem: ") + kernel +
+                ": a gpu kernel needs the op's CUDA stream (RunContext::stream()), got none");
+  }
+  return *stream;
+}
+
+}  // namespace
+
+const Kernels& cuda_kernels() {
+  static const Kernels table{
+      .unary = [](Stream* s, UnaryOp op, const ArrayView& in,
+                  const ArrayView& out) { cuda::unary(op, in, out, on(s, op_name(op))); },
+      .binary = [](Stream* s, BinaryOp op, const ArrayView& a, const ArrayView& b,
+                   const ArrayView& out) { cuda::binary(op, a, b, out, on(s, op_name(op))); },
+      .binary_scalar =
+          [](Stream* s, BinaryOp op, const ArrayView& a, double scalar, bool scalar_first,
+             const ArrayView& out) {
+            cuda::binary_scalar(op, a, scalar, scalar_first, out, on(s, op_name(op)));
+          },
+      .unary_dense =
+          [](Stream* s, UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n) {
+            cuda::unary_dense(op, dtype, in, out, n, on(s, op_name(op)));
+          },
+      .binary_dense =
+          [](Stream* s, BinaryOp op, DType dtype, const void* a, const void* b, void* out,
+             std::int64_t n) { cuda::binary_dense(op, dtype, a, b, out, n, on(s, op_name(op))); },
+      .binary_scalar_dense =
+          [](Stream* s, BinaryOp op, DType dtype, const void* a, double scalar, bool scalar_first,
+             void* out, std::int64_t n) {
+            cuda::binary_scalar_dense(op, dtype, a, scalar, scalar_first, out, n,
+                                      on(s, op_name(op)));
+          },
+      .copy = [](Stream* s, const ArrayView& in,
+                 const ArrayView& out) { cuda::copy(in, out, on(s, "copy")); },
+      .fill = [](Stream* s, const ArrayView& out,
+                 double value) { cuda::fill(out, value, on(s, "fill")); },
+      .arange = [](Stream* s, const ArrayView& out, double start,
+                   double step) { cuda::arange(out, start, step, on(s, "arange")); },
+      .reduce_all = [](Stream* s, ReduceOp op, const ArrayView& in,
+                       const ArrayView& out) { cuda::reduce_all(op, in, out, on(s, op_name(op))); },
+      .reduce_axis =
+          [](Stream* s, ReduceOp op, const ArrayView& in, int axis, const ArrayView& out) {
+            cuda::reduce_axis(op, in, axis, out, on(s, op_name(op)));
+          },
+      .gemm = [](Stream* s, const ArrayView& a, const ArrayView& b,
+                 const ArrayView& c) { cuda::gemm(a, b, c, on(s, "dot")); },
+      .random_uniform =
+          [](Stream* s, const ArrayView& out, double low, double high, std::uint64_t seed,
+             std::uint64_t counter) {
+            return cuda::random_uniform(out, low, high, seed, counter, on(s, "random.uniform"));
+          },
+      .random_normal =
+          [](Stream* s, const ArrayView& out, double mean, double stddev, std::uint64_t seed,
+             std::uint64_t counter) {
+            return cuda::random_normal(out, mean, stddev, seed, counter, on(s, "random.normal"));
+          },
+  };
+  return table;
+}
+
+}  // namespace tandem::ops

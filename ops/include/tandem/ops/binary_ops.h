@@ -1,0 +1,121 @@
+// The binary element-wise ops: one functor each, and TANDEM_BINARY_OPS, the list everything else
+// is generated from (the BinaryOp enum and names in op_kinds.h, the dtype rules, the dispatch of
+// every backend, the sim cost). Adding a binary op is a functor and a row here, then its nd::
+// function (docs/design.md, "How to add an op").
+//
+// A row is X(name, Functor, dtypes, flops), as in unary_ops.h.
+//
+// Integer division truncates toward zero like C++ and yields 0 for a zero divisor (the backends
+// report a zero divisor as an error before the result is observable). Comparisons return 1 or 0
+// in the element type, as MXNet does.
+#pragma once
+
+#include <cmath>
+#include <type_traits>
+
+#include "tandem/ops/host_device.h"
+#include "tandem/ops/wrapping.h"
+
+// clang-format off
+#define TANDEM_BINARY_OPS(X)                       \
+  X(add,           Add,          any,      1.0)    \
+  X(subtract,      Subtract,     any,      1.0)    \
+  X(multiply,      Multiply,     any,      1.0)    \
+  X(divide,        Divide,       any,      1.0)    \
+  X(maximum,       Maximum,      any,      1.0)    \
+  X(minimum,       Minimum,      any,      1.0)    \
+  X(equal,         Equal,        any,      1.0)    \
+  X(not_equal,     NotEqual,     any,      1.0)    \
+  X(greater,       Greater,      any,      1.0)    \
+  X(greater_equal, GreaterEqual, any,      1.0)    \
+  X(less,          Less,         any,      1.0)    \
+  X(less_equal,    LessEqual,    any,      1.0)    \
+  X(power,         Power,        floating, 8.0)
+// clang-format on
+
+namespace tandem::ops::functors {
+
+struct Add {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return wrapping_add(a, b);
+  }
+};
+struct Subtract {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return wrapping_sub(a, b);
+  }
+};
+struct Multiply {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return wrapping_mul(a, b);
+  }
+};
+struct Divide {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return T(0);
+      if (b == T(-1)) return wrapping_sub(T(0), a);  // min / -1 overflows
+    }
+    return a / b;
+  }
+};
+struct Maximum {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return a < b ? b : a;
+  }
+};
+struct Minimum {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+struct Power {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return std::pow(a, b);
+  }
+};
+struct Equal {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return a == b ? T(1) : T(0);
+  }
+};
+struct NotEqual {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return a != b ? T(1) : T(0);
+  }
+};
+struct Greater {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return a > b ? T(1) : T(0);
+  }
+};
+struct GreaterEqual {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return a >= b ? T(1) : T(0);
+  }
+};
+struct Less {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return a < b ? T(1) : T(0);
+  }
+};
+struct LessEqual {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return a <= b ? T(1) : T(0);
+  }
+};
+
+}  // namespace tandem::ops::functors

@@ -1,0 +1,89 @@
+// The kernel table of a backend: one function pointer per kernel family, so that code above
+// ops/ runs an op on any device without naming the backend.
+//
+//   engine.push([=](tandem::RunContext& ctx) {
+//     const tandem::ops::Kernels& kernels = tandem::ops::kernels_for(ctx.device().kind);
+//     kernels.unary(ctx.stream(), tandem::ops::UnaryOp::exp, in.resolve(), out.resolve());
+//   }, device, {in_var}, {out_var});
+//
+// Every kernel takes the stream of the op that calls it first: nullptr for a CPU op (the kernel
+// runs inline, on the calling worker), the op's stream for an accelerator op (the kernel only
+// *enqueues* its work there; the views must stay valid, so they are captured by value).
+//
+// Built in: cpu (the CPU kernels, inline), sim (the CPU kernels run as host work on the sim
+// stream, with the sim model's cost from the op lists), and cuda in builds with CUDA. A backend
+// registered at run time registers its table with register_kernels; one whose memory the host
+// can read and write reuses the CPU kernels through host_stream_kernels().
+#pragma once
+
+#include <cstdint>
+
+#include "tandem/device.h"
+#include "tandem/ops/array_view.h"
+#include "tandem/ops/op_kinds.h"
+
+namespace tandem {
+class Stream;
+}
+
+namespace tandem::ops {
+
+struct Kernels {
+  // Element-wise (unary_ops.h, binary_ops.h): out = op(in), op(a, b), op(a, scalar) or
+  // op(scalar, a) (scalar_first), on views of one shape (broadcast inputs have stride 0); the
+  // _dense forms take n contiguous elements of one dtype.
+  void (*unary)(Stream* stream, UnaryOp op, const ArrayView& in, const ArrayView& out) = nullptr;
+  void (*binary)(Stream* stream, BinaryOp op, const ArrayView& a, const ArrayView& b,
+                 const ArrayView& out) = nullptr;
+  void (*binary_scalar)(Stream* stream, BinaryOp op, const ArrayView& a, double scalar,
+                        bool scalar_first, const ArrayView& out) = nullptr;
+  void (*unary_dense)(Stream* stream, UnaryOp op, DType dtype, const void* in, void* out,
+                      std::int64_t n) = nullptr;
+  void (*binary_dense)(Stream* stream, BinaryOp op, DType dtype, const void* a, const void* b,
+                       void* out, std::int64_t n) = nullptr;
+  void (*binary_scalar_dense)(Stream* stream, BinaryOp op, DType dtype, const void* a,
+                              double scalar, bool scalar_first, void* out,
+                              std::int64_t n) = nullptr;
+  // Copy (converting dtypes), fill with a value, arange (out[i] = start + i * step).
+  void (*copy)(Stream* stream, const ArrayView& in, const ArrayView& out) = nullptr;
+  void (*fill)(Stream* stream, const ArrayView& out, double value) = nullptr;
+  void (*arange)(Stream* stream, const ArrayView& out, double start, double step) = nullptr;
+  // Reductions (reduce_ops.h) of the whole array into one element, or along one axis.
+  void (*reduce_all)(Stream* stream, ReduceOp op, const ArrayView& in,
+                     const ArrayView& out) = nullptr;
+  void (*reduce_axis)(Stream* stream, ReduceOp op, const ArrayView& in, int axis,
+                      const ArrayView& out) = nullptr;
+  // c = a . b for 2-d views.
+  void (*gemm)(Stream* stream, const ArrayView& a, const ArrayView& b,
+               const ArrayView& c) = nullptr;
+  // Philox draws into a contiguous floating view from (seed, counter); they return the counter
+  // blocks the draw consumes.
+  std::uint64_t (*random_uniform)(Stream* stream, const ArrayView& out, double low, double high,
+                                  std::uint64_t seed, std::uint64_t counter) = nullptr;
+  std::uint64_t (*random_normal)(Stream* stream, const ArrayView& out, double mean, double stddev,
+                                 std::uint64_t seed, std::uint64_t counter) = nullptr;
+};
+
+// The name of the first family `table` lacks ("unary", "gemm", ...), nullptr when it has all.
+const char* missing_kernel(const Kernels& table);
+
+// The table of `kind`'s backend. Throws tandem::Error naming the kind when none is registered.
+const Kernels& kernels_for(DeviceKind kind);
+
+// Whether `kind` has a table.
+bool has_kernels(DeviceKind kind);
+
+// Registers (or replaces) the table of `kind`; thread-safe. Throws tandem::Error naming the
+// missing family when `table` lacks one. Ops already running keep the table they read.
+void register_kernels(DeviceKind kind, const Kernels& table);
+
+// The CPU kernels, run inline in the calling thread on host memory (the stream is ignored): the
+// cpu backend's table, and what code reading host memory outside any op uses.
+const Kernels& host_kernels();
+
+// The CPU kernels run as host work on the op's stream (Stream::enqueue_host), in stream order,
+// with the sim model's cost of each op: for an accelerator whose memory the host can access
+// (sim, and the test backends).
+const Kernels& host_stream_kernels();
+
+}  // namespace tandem::ops

@@ -1,0 +1,155 @@
+// host_stream_kernels(): the CPU kernels as host work on an accelerator's stream, for backends
+// whose memory the host can access (sim, test backends). Each kernel captures its views by
+// value and enqueues the CPU kernel with the sim model's cost, computed from the op lists
+// (op_kinds.h) and work_cost.h. A philox draw's counter blocks are known before it runs
+// (random_blocks), so the draw returns them at launch.
+#include <string>
+
+#include "common/work_cost.h"
+#include "tandem/accel/stream.h"
+#include "tandem/errors.h"
+#include "tandem/ops/cpu/copy.h"
+#include "tandem/ops/cpu/elementwise.h"
+#include "tandem/ops/cpu/gemm.h"
+#include "tandem/ops/cpu/random.h"
+#include "tandem/ops/cpu/reduce.h"
+#include "tandem/ops/kernels.h"
+#include "tandem/ops/philox.h"
+
+namespace tandem::ops {
+
+namespace {
+
+Stream& require_stream(Stream* stream, const char* kernel) {
+  if (stream == nullptr) [[unlikely]] {
+    throw Error(std::string("tandem: ") + kernel +
+                ": a host-stream kernel needs the op's stream (an accelerator op's "
+                "RunContext::stream()), got none");
+  }
+  return *stream;
+}
+
+WorkCost pass_cost(const ArrayView& view, int operands, double flops) {
+  return elementwise_cost(view.num_elements(), view.dtype, operands, flops);
+}
+
+// Philox rounds per value: a dozen multiplies and adds.
+constexpr double kRandomFlops = 20.0;
+
+std::uint64_t random_blocks(const ArrayView& out) {
+  const std::int64_t per_block = out.dtype == DType::float32
+                                     ? random::UniformDistribution::values_per_block<float>
+                                     : random::UniformDistribution::values_per_block<double>;
+  static_assert(random::UniformDistribution::values_per_block<float> ==
+                random::NormalDistribution::values_per_block<float>);
+  static_assert(random::UniformDistribution::values_per_block<double> ==
+                random::NormalDistribution::values_per_block<double>);
+  return static_cast<std::uint64_t>((out.num_elements() + per_block - 1) / per_block);
+}
+
+}  // namespace
+
+const Kernels& host_stream_kernels() {
+  static const Kernels table{
+      .unary =
+          [](Stream* stream, UnaryOp op, const ArrayView& in, const ArrayView& out) {
+            require_stream(stream, op_name(op))
+                .enqueue_host([op, in, out] { cpu::unary(op, in, out); },
+                              pass_cost(out, 2, flops_per_element(op)));
+          },
+      .binary =
+          [](Stream* stream, BinaryOp op, const ArrayView& a, const ArrayView& b,
+             const ArrayView& out) {
+            require_stream(stream, op_name(op))
+                .enqueue_host([op, a, b, out] { cpu::binary(op, a, b, out); },
+                              pass_cost(out, 3, flops_per_element(op)));
+          },
+      .binary_scalar =
+          [](Stream* stream, BinaryOp op, const ArrayView& a, double scalar, bool scalar_first,
+             const ArrayView& out) {
+            require_stream(stream, op_name(op))
+                .enqueue_host([op, a, scalar, scalar_first,
+                               out] { cpu::binary_scalar(op, a, scalar, scalar_first, out); },
+                              pass_cost(out, 2, flops_per_element(op)));
+          },
+      .unary_dense =
+          [](Stream* stream, UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n) {
+            require_stream(stream, op_name(op))
+                .enqueue_host([op, dtype, in, out, n] { cpu::unary_dense(op, dtype, in, out, n); },
+                              elementwise_cost(n, dtype, 2, flops_per_element(op)));
+          },
+      .binary_dense =
+          [](Stream* stream, BinaryOp op, DType dtype, const void* a, const void* b, void* out,
+             std::int64_t n) {
+            require_stream(stream, op_name(op))
+                .enqueue_host(
+                    [op, dtype, a, b, out, n] { cpu::binary_dense(op, dtype, a, b, out, n); },
+                    elementwise_cost(n, dtype, 3, flops_per_element(op)));
+          },
+      .binary_scalar_dense =
+          [](Stream* stream, BinaryOp op, DType dtype, const void* a, double scalar,
+             bool scalar_first, void* out, std::int64_t n) {
+            require_stream(stream, op_name(op))
+                .enqueue_host(
+                    [op, dtype, a, scalar, scalar_first, out, n] {
+                      cpu::binary_scalar_dense(op, dtype, a, scalar, scalar_first, out, n);
+                    },
+                    elementwise_cost(n, dtype, 2, flops_per_element(op)));
+          },
+      .copy =
+          [](Stream* stream, const ArrayView& in, const ArrayView& out) {
+            require_stream(stream, "copy")
+                .enqueue_host([in, out] { cpu::copy(in, out); }, pass_cost(out, 2, 0.0));
+          },
+      .fill =
+          [](Stream* stream, const ArrayView& out, double value) {
+            require_stream(stream, "fill")
+                .enqueue_host([out, value] { cpu::fill(out, value); }, pass_cost(out, 1, 0.0));
+          },
+      .arange =
+          [](Stream* stream, const ArrayView& out, double start, double step) {
+            require_stream(stream, "arange")
+                .enqueue_host([out, start, step] { cpu::arange(out, start, step); },
+                              pass_cost(out, 1, 1.0));
+          },
+      .reduce_all =
+          [](Stream* stream, ReduceOp op, const ArrayView& in, const ArrayView& out) {
+            require_stream(stream, op_name(op))
+                .enqueue_host([op, in, out] { cpu::reduce_all(op, in, out); },
+                              pass_cost(in, 1, 1.0));
+          },
+      .reduce_axis =
+          [](Stream* stream, ReduceOp op, const ArrayView& in, int axis, const ArrayView& out) {
+            require_stream(stream, op_name(op))
+                .enqueue_host([op, in, axis, out] { cpu::reduce_axis(op, in, axis, out); },
+                              pass_cost(in, 1, 1.0));
+          },
+      .gemm =
+          [](Stream* stream, const ArrayView& a, const ArrayView& b, const ArrayView& c) {
+            require_stream(stream, "dot")
+                .enqueue_host([a, b, c] { cpu::gemm(a, b, c); },
+                              gemm_cost(c.shape[0], c.shape[1], a.shape[1], c.dtype));
+          },
+      .random_uniform =
+          [](Stream* stream, const ArrayView& out, double low, double high, std::uint64_t seed,
+             std::uint64_t counter) {
+            require_stream(stream, "random.uniform")
+                .enqueue_host([out, low, high, seed,
+                               counter] { cpu::random_uniform(out, low, high, seed, counter); },
+                              pass_cost(out, 1, kRandomFlops));
+            return random_blocks(out);
+          },
+      .random_normal =
+          [](Stream* stream, const ArrayView& out, double mean, double stddev, std::uint64_t seed,
+             std::uint64_t counter) {
+            require_stream(stream, "random.normal")
+                .enqueue_host([out, mean, stddev, seed,
+                               counter] { cpu::random_normal(out, mean, stddev, seed, counter); },
+                              pass_cost(out, 1, kRandomFlops));
+            return random_blocks(out);
+          },
+  };
+  return table;
+}
+
+}  // namespace tandem::ops
