@@ -1,0 +1,145 @@
+// The backward ops of convolution and pooling against central finite differences of the
+// forward ops, in float64 on cpu and sim(0): for L = sum(forward(inputs) * r) with a random r,
+// each backward op given grad_out = r must return dL/d(input). Max relative error <= 1e-6,
+// relative to max(1, |finite difference|); the largest errors are printed.
+#include <iostream>
+
+#include "conv_reference.h"
+
+namespace tandem::testing {
+
+namespace {
+
+constexpr double kStep = 1e-5;
+constexpr double kTolerance = 1e-6;
+
+std::vector<Device> test_devices() {
+  std::vector<Device> devices{cpu()};
+  if (device_count(DeviceKind::sim) > 0) devices.push_back(sim(0));
+  return devices;
+}
+
+// sum(forward(h) * r), evaluated by tandem on `device`.
+using Loss = std::function<double(const Host&)>;
+
+// The largest error of `analytic` (dL/dh) against central differences of `loss` at `h`.
+double max_error(const Loss& loss, Host h, const NDArray& analytic) {
+  REQUIRE(analytic.shape().to_string() == h.shape.to_string());
+  const auto grad = analytic.to_vector<double>();
+  double worst = 0;
+  for (std::size_t i = 0; i < h.values.size(); ++i) {
+    const double saved = h.values[i];
+    h.values[i] = saved + kStep;
+    const double up = loss(h);
+    h.values[i] = saved - kStep;
+    const double down = loss(h);
+    h.values[i] = saved;
+    const double numeric = (up - down) / (2 * kStep);
+    worst = std::max(worst, std::fabs(grad[i] - numeric) / std::max(1.0, std::fabs(numeric)));
+  }
+  return worst;
+}
+
+void report(const std::string& what, double error) {
+  std::cout << "  max rel err " << what << ": " << error << "\n";
+  INFO(what);
+  CHECK(error <= kTolerance);
+}
+
+NDArray on(const Host& h, Device device) {
+  return to_array(h, nd::float64).copyto(device);
+}
+
+double weighted_sum(const NDArray& y, const NDArray& r) {
+  return nd::sum(y * r).scalar<double>();
+}
+
+// Distinct values 0.01 apart in random order: no two inputs of a max window are within the
+// finite-difference step of each other.
+Host distinct_host(const Shape& shape, std::mt19937_64& rng) {
+  Host h{shape, std::vector<double>(static_cast<std::size_t>(shape.num_elements()))};
+  for (std::size_t i = 0; i < h.values.size(); ++i) h.values[i] = 0.01 * static_cast<double>(i) - 1;
+  std::shuffle(h.values.begin(), h.values.end(), rng);
+  return h;
+}
+
+}  // namespace
+
+TEST_SUITE("frontend.conv_pool_grad") {
+  TEST_CASE("conv2d_backward_data, _weight and _bias match finite differences of conv2d") {
+    std::mt19937_64 rng(130);
+    const std::vector<std::tuple<Shape, Shape, nd::Conv2dOptions>> cases{
+        {{2, 3, 5, 6}, {4, 3, 3, 3}, {.padding = 1}},
+        {{1, 2, 7, 7}, {3, 2, 3, 2}, {.stride = 2, .padding = {1, 0}}},
+        {{2, 4, 7, 6}, {4, 2, 2, 3}, {.stride = {2, 1}, .padding = 1, .dilation = 2, .groups = 2}},
+        {{2, 3, 4, 4}, {5, 3, 1, 1}, {}},
+    };
+    for (const Device device : test_devices()) {
+      for (const auto& [xs, ws, o] : cases) {
+        const Host x = random_host(xs, rng), w = random_host(ws, rng),
+                   b = random_host({ws[0]}, rng);
+        const Shape ys = nd::conv2d_output_shape(xs, ws, o);
+        const NDArray r = on(random_host(ys, rng), device);
+        const NDArray ax = on(x, device), aw = on(w, device), ab = on(b, device);
+        const std::string what = to_string(device) + " x " + xs.to_string() + " w " +
+                                 ws.to_string() + " stride " + o.stride.to_string() + " padding " +
+                                 o.padding.to_string() + " dilation " + o.dilation.to_string() +
+                                 " groups " + std::to_string(o.groups);
+        report("conv2d dx " + what, max_error(
+                                        [&](const Host& h) {
+                                          return weighted_sum(nd::conv2d(on(h, device), aw, ab, o),
+                                                              r);
+                                        },
+                                        x, nd::conv2d_backward_data(r, aw, xs, o)));
+        report("conv2d dw " + what, max_error(
+                                        [&](const Host& h) {
+                                          return weighted_sum(nd::conv2d(ax, on(h, device), ab, o),
+                                                              r);
+                                        },
+                                        w, nd::conv2d_backward_weight(r, ax, ws, o)));
+        report("conv2d db " + what, max_error(
+                                        [&](const Host& h) {
+                                          return weighted_sum(nd::conv2d(ax, aw, on(h, device), o),
+                                                              r);
+                                        },
+                                        b, nd::conv2d_backward_bias(r)));
+      }
+    }
+  }
+
+  TEST_CASE("max_pool2d_backward and avg_pool2d_backward match finite differences") {
+    std::mt19937_64 rng(131);
+    const std::vector<std::pair<Shape, nd::Pool2dOptions>> cases{
+        {{2, 2, 6, 6}, {.kernel = 2}},
+        {{1, 2, 7, 8}, {.kernel = 3, .stride = 2, .padding = 1}},
+        {{2, 1, 5, 7},
+         {.kernel = {3, 2}, .stride = 1, .padding = {1, 0}, .count_include_pad = false}},
+    };
+    for (const Device device : test_devices()) {
+      for (const auto& [xs, o] : cases) {
+        const Host x = distinct_host(xs, rng);
+        const NDArray r = on(random_host(nd::pool2d_output_shape(xs, o), rng), device);
+        const std::string what = to_string(device) + " x " + xs.to_string() + " kernel " +
+                                 o.kernel.to_string() + " padding " + o.padding.to_string() +
+                                 (o.count_include_pad ? "" : " excluding padding");
+        report("max_pool2d " + what,
+               max_error(
+                   [&](const Host& h) { return weighted_sum(nd::max_pool2d(on(h, device), o), r); },
+                   x, nd::max_pool2d_backward(r, on(x, device), o)));
+        report("avg_pool2d " + what,
+               max_error(
+                   [&](const Host& h) { return weighted_sum(nd::avg_pool2d(on(h, device), o), r); },
+                   x, nd::avg_pool2d_backward(r, xs, o)));
+      }
+      const Host x = random_host({2, 3, 4, 5}, rng);
+      const NDArray r = on(random_host({2, 3, 1, 1}, rng), device);
+      report(
+          "global_avg_pool2d " + to_string(device),
+          max_error(
+              [&](const Host& h) { return weighted_sum(nd::global_avg_pool2d(on(h, device)), r); },
+              x, nd::global_avg_pool2d_backward(r, x.shape)));
+    }
+  }
+}
+
+}  // namespace tandem::testing
