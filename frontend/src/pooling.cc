@@ -23,7 +23,8 @@ using ops::Pool2dGeometry;
 
 Pool2dGeometry geometry(const char* op, const Shape& x, const Pool2dOptions& o) {
   if (x.ndim() != 4) fail(op, "x must be 4-D (N, C, H, W), got shape " + x.to_string());
-  const Size2d stride = o.stride.value_or(o.kernel);
+  const Size2d stride{o.stride.h == 0 ? o.kernel.h : o.stride.h,
+                      o.stride.w == 0 ? o.kernel.w : o.stride.w};
   if (o.kernel.h < 1 || o.kernel.w < 1) {
     fail(op, "kernel " + o.kernel.to_string() + " must be >= 1 (set Pool2dOptions::kernel)");
   }

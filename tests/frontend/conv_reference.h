@@ -54,7 +54,8 @@ inline Reference reference_conv2d(const Host& x, const Host& w, const Host* bias
 inline Reference reference_pool2d(const Host& x, const nd::Pool2dOptions& o, bool max) {
   const std::int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   const Shape out = nd::pool2d_output_shape(x.shape, o);
-  const nd::Size2d stride = o.stride.value_or(o.kernel);
+  const nd::Size2d stride{o.stride.h == 0 ? o.kernel.h : o.stride.h,
+                          o.stride.w == 0 ? o.kernel.w : o.stride.w};
   Reference r{Host{out, std::vector<double>(static_cast<std::size_t>(out.num_elements()))},
               std::vector<double>(static_cast<std::size_t>(out.num_elements()))};
   std::size_t i = 0;

@@ -17,16 +17,14 @@
 // and the shape.
 #pragma once
 
-#include <optional>
-
 #include "tandem/nd/ndarray.h"
 #include "tandem/nd/size2d.h"
 
 namespace tandem::nd {
 
 struct Pool2dOptions {
-  Size2d kernel;                  // required, >= 1
-  std::optional<Size2d> stride;   // >= 1; unset: the kernel size
+  Size2d kernel{};                // required, >= 1
+  Size2d stride{0};               // >= 1; 0 (the default): the kernel size along that axis
   Size2d padding{0};              // 0 <= padding <= kernel / 2
   bool count_include_pad = true;  // average pooling only
 };
