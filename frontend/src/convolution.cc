@@ -4,8 +4,10 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/tape.h"
 #include "checks.h"
 #include "tandem/errors.h"
+#include "tandem/nd/autograd.h"
 #include "tandem/nd/reduce.h"
 #include "tandem/ops/cpu/convolution.h"
 #include "tandem/ops/cuda/convolution.h"
@@ -105,6 +107,28 @@ void check_shape(const char* op, const char* what, const NDArray& array, const S
   }
 }
 
+// The conv2d node: each gradient only when its input needs one; a rule saves only what its
+// gradients read (dx reads the weight, dweight reads x).
+void record_conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
+                   const Conv2dOptions& options, NDArray& out) {
+  const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
+  const bool has_bias = bias.defined(), need_b = has_bias && bias.needs_grad();
+  autograd::detail::Saver save;
+  const NDArray saved_x = need_w ? save(x) : NDArray();
+  const NDArray saved_w = need_x ? save(weight) : NDArray();
+  std::vector<NDArray> inputs{x, weight};
+  if (has_bias) inputs.push_back(bias);
+  autograd::detail::record_node(
+      "conv2d", inputs, {&out}, save.take(),
+      [=, x_shape = x.shape(), w_shape = weight.shape()](const std::vector<NDArray>& g) {
+        std::vector<NDArray> grads{
+            need_x ? conv2d_backward_data(g[0], saved_w, x_shape, options) : NDArray(),
+            need_w ? conv2d_backward_weight(g[0], saved_x, w_shape, options) : NDArray()};
+        if (has_bias) grads.push_back(need_b ? conv2d_backward_bias(g[0]) : NDArray());
+        return grads;
+      });
+}
+
 WorkCost conv_cost(const Conv2dGeometry& g, DType dtype) {
   WorkCost cost = detail::gemm_cost(g.out_channels, g.col_cols(), g.col_rows(), dtype);
   cost.flops *= static_cast<double>(g.batch);
@@ -123,6 +147,10 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
   const char* op = "conv2d";
   Engine& engine = bias.defined() ? detail::check_same_place(op, {&x, &weight, &bias})
                                   : detail::check_same_place(op, {&x, &weight});
+  const bool record = bias.defined() ? autograd::should_record({&x, &weight, &bias})
+                                     : autograd::should_record({&x, &weight});
+  // The dense copies below are the op's own business, not nodes of the graph.
+  const auto paused = autograd::pause(autograd::is_training());
   check_floating_same(op, x, weight);
   const Conv2dGeometry g = geometry(op, x.shape(), weight.shape(), options);
   if (bias.defined()) {
@@ -139,6 +167,7 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
       std::span<const Var>(reads), {out.var()}, conv_cost(g, x.dtype()),
       [g](const auto& v) { ops::cpu::conv2d(v[0], v[1], v[2], v[3], g); },
       [g](const auto& v, Stream& s) { ops::cuda::conv2d(v[0], v[1], v[2], v[3], g, s); });
+  if (record) record_conv2d(x, weight, bias, options, out);
   return out;
 }
 

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/tape.h"
 #include "checks.h"
 #include "tandem/errors.h"
+#include "tandem/nd/autograd.h"
 #include "tandem/ops/cpu/pooling.h"
 #include "tandem/ops/cuda/pooling.h"
 #include "view_op.h"
@@ -69,10 +71,25 @@ WorkCost pool_cost(const Pool2dGeometry& g, DType dtype) {
   return detail::elementwise_cost(outputs, dtype, 2, static_cast<double>(g.kernel_h * g.kernel_w));
 }
 
+// The pooling node: max pooling saves x (to find each window's maximum again), average
+// pooling only x's shape.
+void record_pool(const char* op, bool max, const NDArray& x, const Pool2dOptions& options,
+                 NDArray& out) {
+  autograd::detail::Saver save;
+  const NDArray saved_x = max ? save(x) : NDArray();
+  autograd::detail::record_node(
+      op, {x}, {&out}, save.take(), [=, shape = x.shape()](const std::vector<NDArray>& g) {
+        return std::vector<NDArray>{max ? max_pool2d_backward(g[0], saved_x, options)
+                                        : avg_pool2d_backward(g[0], shape, options)};
+      });
+}
+
 NDArray pool_forward(const char* op, bool max, const NDArray& x, const Pool2dOptions& options) {
   detail::check_defined(op, x);
   detail::check_floating(op, x.dtype());
   const Pool2dGeometry g = geometry(op, x.shape(), options);
+  const bool record = autograd::should_record({&x});
+  const auto paused = autograd::pause(autograd::is_training());  // the dense copy: no node
   NDArray out = detail::allocate_array(x.engine(), output_shape(g), x.dtype(), x.device(), op);
   const NDArray dx = dense(x);
   detail::push_view_op<2>(
@@ -84,6 +101,7 @@ NDArray pool_forward(const char* op, bool max, const NDArray& x, const Pool2dOpt
       [g, max](const auto& v, Stream& s) {
         max ? ops::cuda::max_pool2d(v[0], v[1], g, s) : ops::cuda::avg_pool2d(v[0], v[1], g, s);
       });
+  if (record) record_pool(op, max, x, options, out);
   return out;
 }
 

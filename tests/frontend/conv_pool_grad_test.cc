@@ -143,3 +143,33 @@ TEST_SUITE("frontend.conv_pool_grad") {
 }
 
 }  // namespace tandem::testing
+
+namespace tandem::testing {
+
+TEST_SUITE("frontend.conv_pool_grad") {
+  TEST_CASE("autograd through conv2d and pooling: gradients only for the attached arrays") {
+    std::mt19937_64 rng(132);
+    for (const Device device : test_devices()) {
+      const NDArray x = on(random_host({2, 3, 6, 6}, rng), device);
+      NDArray w = on(random_host({4, 3, 3, 3}, rng), device);
+      const NDArray r = on(random_host({2, 4, 3, 3}, rng), device);
+      w.attach_grad();  // x is data: no gradient, and its rule computes none
+      const nd::Conv2dOptions o{.padding = 1};
+      const nd::Pool2dOptions pool{.kernel = 2};
+      NDArray y;
+      {
+        auto scope = autograd::record();
+        y = nd::conv2d(x, w, o);
+        nd::sum(nd::max_pool2d(y, pool) * r).backward();
+      }
+      CHECK_FALSE(x.needs_grad());
+      const NDArray expected =
+          nd::conv2d_backward_weight(nd::max_pool2d_backward(r, y.detach(), pool), x, w.shape(), o);
+      const auto got = w.grad().to_vector<double>(), want = expected.to_vector<double>();
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]));
+    }
+  }
+}
+
+}  // namespace tandem::testing

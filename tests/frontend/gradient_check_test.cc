@@ -258,6 +258,32 @@ std::vector<Case> all_cases(std::mt19937_64& rng) {
         return nd::batch_norm(x[0], x[1], x[2], running_mean, running_var);
       },
       true);
+  // Convolution and pooling.
+  add("conv2d with bias",
+      {random_input(Shape{2, 3, 5, 5}, rng), random_input(Shape{4, 3, 3, 3}, rng),
+       random_input(Shape{4}, rng)},
+      [](const Inputs& x) { return nd::conv2d(x[0], x[1], x[2], {.padding = 1}); });
+  add("conv2d stride 2, dilation 2, groups 2",
+      {random_input(Shape{1, 4, 7, 6}, rng), random_input(Shape{2, 2, 2, 3}, rng)},
+      [](const Inputs& x) {
+        return nd::conv2d(x[0], x[1], {.stride = 2, .padding = {1, 0}, .dilation = 2, .groups = 2});
+      });
+  add("max_pool2d", {spread_input(Shape{2, 2, 5, 5}, rng)}, [](const Inputs& x) {
+    return nd::max_pool2d(x[0], {.kernel = 3, .stride = 2, .padding = 1});
+  });
+  add("avg_pool2d", {random_input(Shape{2, 2, 5, 4}, rng)}, [](const Inputs& x) {
+    return nd::avg_pool2d(x[0],
+                          {.kernel = 2, .stride = 1, .padding = 1, .count_include_pad = false});
+  });
+  add("global_avg_pool2d", {random_input(Shape{2, 3, 3, 2}, rng)},
+      [](const Inputs& x) { return nd::global_avg_pool2d(x[0]); });
+  add("conv, relu, max pool",
+      {random_input(Shape{2, 1, 6, 6}, rng), random_input(Shape{3, 1, 3, 3}, rng),
+       random_input(Shape{3}, rng)},
+      [](const Inputs& x) {
+        return nd::max_pool2d(nd::relu(nd::conv2d(x[0], x[1], x[2], {.padding = 1})),
+                              {.kernel = 2});
+      });
   // A small network: dense, relu, dense, cross entropy.
   add("mlp",
       {random_input(Shape{4, 3}, rng), random_input(Shape{3, 5}, rng), random_input(Shape{5}, rng),
