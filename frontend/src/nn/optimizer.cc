@@ -21,14 +21,18 @@ std::vector<nd::NDArray> SGD::create_state(const nd::NDArray& weight) const {
 
 void SGD::update(long /*t*/, nd::NDArray& weight, const nd::NDArray& grad,
                  std::vector<nd::NDArray>& state) const {
-  const nd::NDArray g = effective_grad(weight, grad);
+  // The scalars are folded so that a plain step is two ops: weight -= grad * (lr * rescale).
+  const double grad_scale = learning_rate() * rescale_grad();
+  const double decay = learning_rate() * wd();
   if (momentum_ == 0.0) {
-    weight -= g * learning_rate();
+    if (decay != 0.0) weight *= 1.0 - decay;
+    weight -= grad * grad_scale;
     return;
   }
   nd::NDArray& mom = state.at(0);
   mom *= momentum_;
-  mom -= g * learning_rate();
+  mom -= grad * grad_scale;
+  if (decay != 0.0) mom -= weight * decay;
   weight += mom;
 }
 
