@@ -104,7 +104,7 @@ def jax_records(args):
         return statistics.median(times)
 
     records = []
-    common = {"device": "cpu", "jax_version": version}
+    common = {"device": "cpu(0)", "jax_version": version}
 
     # tiny_mlp_step
     b = TINY["batch"]
