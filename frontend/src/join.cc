@@ -4,6 +4,7 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/record.h"
 #include "checks.h"
 #include "device_kernel.h"
 #include "lazy_view.h"
@@ -65,6 +66,7 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
               });
         },
         out.device(), reads, {out.var()}, {.name = "concat"});
+    if (autograd::is_recording()) autograd::detail::record_concat(arrays, axis, out);
     return out;
   }
   out.engine().push(
@@ -72,6 +74,7 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
         for (const auto& [from, to] : copies) ops::cpu::copy(from.resolve(), to.resolve());
       },
       out.device(), reads, {out.var()}, {.name = "concat"});
+  if (autograd::is_recording()) autograd::detail::record_concat(arrays, axis, out);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/record.h"
 #include "checks.h"
 #include "device_kernel.h"
 #include "lazy_view.h"
@@ -66,6 +67,7 @@ NDArray dot(const NDArray& a, const NDArray& b) {
               [&](Stream& stream) { ops::cuda::gemm(a, b, c, stream); });
         },
         out.device(), {a.var(), b.var()}, {out.var()}, {.name = "dot"});
+    if (autograd::is_recording()) autograd::detail::record_dot(a, b, out);
     return out;
   }
   // Heap-held views: the closure would not fit the engine's inline op storage anyway.
@@ -75,6 +77,7 @@ NDArray dot(const NDArray& a, const NDArray& b) {
         ops::cpu::gemm((*views)[0].resolve(), (*views)[1].resolve(), (*views)[2].resolve());
       },
       out.device(), {a.var(), b.var()}, {out.var()}, {.name = "dot"});
+  if (autograd::is_recording()) autograd::detail::record_dot(a, b, out);
   return out;
 }
 
@@ -104,8 +107,10 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes) {
     strides[static_cast<std::size_t>(shape.ndim())] = x.strides()[static_cast<std::size_t>(a)];
     shape.push_back(x.shape()[a]);
   }
-  return detail::NDArrayAccess::make(detail::NDArrayAccess::storage(x), x.dtype(), shape, strides,
-                                     detail::NDArrayAccess::offset(x));
+  NDArray out = detail::NDArrayAccess::make(detail::NDArrayAccess::storage(x), x.dtype(), shape,
+                                            strides, detail::NDArrayAccess::offset(x));
+  if (autograd::is_recording()) autograd::detail::record_transpose(x, axes, out);
+  return out;
 }
 
 }  // namespace tandem::nd

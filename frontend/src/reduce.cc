@@ -4,6 +4,7 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/record.h"
 #include "checks.h"
 #include "device_kernel.h"
 #include "lazy_view.h"
@@ -52,14 +53,15 @@ NDArray reduce_all(ReduceOp op, const NDArray& x) {
               [&](Stream& stream) { ops::cuda::reduce_all(op, vi, vo, stream); });
         },
         out.device(), {x.var()}, {out.var()}, {.name = name});
-    return out;
+  } else {
+    out.engine().push(
+        [op, in, result, dtype] {
+          ops::cpu::reduce_all(op, in.resolve(),
+                               ops::contiguous_view(result.resolve(), dtype, Shape{1}));
+        },
+        out.device(), {x.var()}, {out.var()}, {.name = name});
   }
-  out.engine().push(
-      [op, in, result, dtype] {
-        ops::cpu::reduce_all(op, in.resolve(),
-                             ops::contiguous_view(result.resolve(), dtype, Shape{1}));
-      },
-      out.device(), {x.var()}, {out.var()}, {.name = name});
+  if (autograd::is_recording()) autograd::detail::record_reduce_all(op, x, out);
   return out;
 }
 
@@ -87,11 +89,12 @@ NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
               [&](Stream& stream) { ops::cuda::reduce_axis(op, vi, axis, vo, stream); });
         },
         out.device(), {x.var()}, {out.var()}, {.name = name});
-    return out;
+  } else {
+    out.engine().push(
+        [op, in, axis, result] { ops::cpu::reduce_axis(op, in.resolve(), axis, result.resolve()); },
+        out.device(), {x.var()}, {out.var()}, {.name = name});
   }
-  out.engine().push(
-      [op, in, axis, result] { ops::cpu::reduce_axis(op, in.resolve(), axis, result.resolve()); },
-      out.device(), {x.var()}, {out.var()}, {.name = name});
+  if (autograd::is_recording()) autograd::detail::record_reduce_axis(op, x, axis, keepdims, out);
   return out;
 }
 
