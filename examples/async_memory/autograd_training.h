@@ -29,14 +29,15 @@ inline double train_mlp_autograd(const MlpConfig& c) {
   for (int batch = 0; batch < c.batches; ++batch) {
     const nd::NDArray x = nd::random::normal({c.batch_size, c.inputs});
     const nd::NDArray y = nd::ones({c.batch_size, 1});
-    nd::NDArray loss;
+    nd::NDArray loss, total;
     {
       auto recording = autograd::record();
       loss = nd::square(net(x) - y) * 0.5;
+      total = nd::sum(loss);  // recorded: backward starts from it
     }
-    mean_loss = loss.detach().mean();
+    mean_loss = loss.mean();
     if (c.sync_each_batch) mean_loss.scalar<double>();
-    nd::sum(loss).backward();
+    total.backward();
     trainer.step(c.batch_size);
   }
   nd::waitall();
