@@ -117,6 +117,26 @@ TEST_SUITE("frontend.nn_training") {
     CHECK(error_of([&] { trainer.step(0); }).find("batch_size") != std::string::npos);
   }
 
+  TEST_CASE("grad_req add accumulates over backward calls until zero_grad; cast converts") {
+    nn::Dense dense(1, nn::ActivationType::none, {.use_bias = false, .in_units = 2});
+    dense.initialize(nn::Ones());
+    dense.cast(nd::float64);
+    CHECK(dense.weight().data().dtype() == nd::float64);
+    dense.collect_params().set_grad_req(nn::GradReq::add);
+    const NDArray x = nd::from_vector(std::vector<double>{1, 2}, {1, 2});
+    for (int i = 0; i < 2; ++i) {
+      NDArray y;
+      {
+        auto recording = autograd::record();
+        y = dense(x).sum();
+      }
+      y.backward();
+    }
+    CHECK(dense.weight().grad(cpu()).to_vector<double>() == std::vector<double>{2, 4});
+    dense.collect_params().zero_grad();
+    CHECK(dense.weight().grad(cpu()).to_vector<double>() == std::vector<double>{0, 0});
+  }
+
   TEST_CASE("Trainer::step before the deferred shapes are known is an error naming the parameter") {
     nn::Sequential net;
     net.add(nn::Dense(3));
