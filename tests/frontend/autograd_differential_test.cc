@@ -110,6 +110,13 @@ Gradients run_program(Engine& engine, Device device, std::uint64_t seed, int ste
   return gradients;
 }
 
+std::size_t nonzero(const Gradients& gradients) {
+  std::size_t count = 0;
+  for (const auto& leaf : gradients)
+    for (double g : leaf) count += g != 0 ? 1 : 0;
+  return count;
+}
+
 void check_identical(const Gradients& got, const Gradients& expected, const std::string& what) {
   REQUIRE(got.size() == expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -136,6 +143,7 @@ TEST_SUITE("frontend.autograd_differential") {
     for (int seed = 1; seed <= programs; ++seed) {
       CAPTURE(seed);
       const Gradients expected = run_program(*naive, cpu(), static_cast<std::uint64_t>(seed), 24);
+      CHECK(nonzero(expected) > 0);
       check_identical(run_program(*threaded, cpu(), static_cast<std::uint64_t>(seed), 24), expected,
                       "threaded");
       check_identical(run_program(*one_worker, cpu(), static_cast<std::uint64_t>(seed), 24),

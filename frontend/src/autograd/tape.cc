@@ -21,6 +21,22 @@ ThreadState& thread_state() {
   return state;
 }
 
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> orphans;
+  const auto adopt = [&orphans](std::vector<Edge>& edges) {
+    for (Edge& edge : edges)
+      if (edge.node != nullptr && edge.node.use_count() == 1)
+        orphans.push_back(std::move(edge.node));
+    edges.clear();
+  };
+  adopt(inputs);
+  while (!orphans.empty()) {
+    std::shared_ptr<Node> node = std::move(orphans.back());
+    orphans.pop_back();
+    adopt(node->inputs);  // node now holds no input alone: destroying it recurses no further
+  }
+}
+
 bool needs_grad(const NDArray& array) {
   const auto& node = NDArrayAccess::grad_node(array);
   return node != nullptr && !(node->leaf && node->request == GradReq::null);

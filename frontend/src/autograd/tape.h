@@ -43,6 +43,13 @@ struct SavedArray {
 };
 
 struct Node {
+  Node() = default;
+  // Releases the nodes it alone holds one after the other, not recursively: a chain of a
+  // million recorded ops must not overflow the stack when its last array goes.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
   std::string name;
   std::vector<Edge> inputs;
   std::vector<OutputInfo> outputs;
