@@ -32,3 +32,4 @@
 #include "tandem/nd/random.h"
 #include "tandem/nd/reduce.h"
 #include "tandem/nd/save_load.h"
+#include "tandem/nn/nn.h"

@@ -1,0 +1,52 @@
+// The networks train_lenet (and bench/training) can train on the digits, by name. Adding one is
+// one function and one row of models().
+//
+//   std::shared_ptr<tandem::nn::Block> net = tandem::examples::make_model("mlp");
+//
+// Every model takes a batch of images (batch, 8, 8) and returns logits (batch, 10).
+#pragma once
+
+#include <tandem/nn/nn.h>
+#include <tandem/tandem.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tandem::examples {
+
+// A multilayer perceptron: flatten, 64 hidden units (ReLU), 10 logits.
+inline std::shared_ptr<nn::Block> make_mlp() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(nn::Flatten()).add(nn::Dense(64, nn::relu)).add(nn::Dense(10));
+  return net;
+}
+
+using ModelBuilder = std::function<std::shared_ptr<nn::Block>()>;
+
+// The models by name, in the order --help lists them.
+inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
+  static const std::vector<std::pair<std::string, ModelBuilder>> table = {
+      {"mlp", make_mlp},
+  };
+  return table;
+}
+
+// "mlp, ..." for messages.
+inline std::string model_names() {
+  std::string names;
+  for (const auto& [name, builder] : models()) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+// The model called `name`, freshly built (parameters not initialized); null when there is none.
+inline std::shared_ptr<nn::Block> make_model(const std::string& name) {
+  for (const auto& [model_name, builder] : models()) {
+    if (model_name == name) return builder();
+  }
+  return nullptr;
+}
+
+}  // namespace tandem::examples
