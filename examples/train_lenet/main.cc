@@ -1,7 +1,7 @@
 // train_lenet: trains a network on the handwritten digits and prints, per epoch, the loss, the
 // train and test accuracy and the time.
 //
-//   build/examples/train_lenet/train_lenet [--model mlp] [--device cpu|sim0|cuda0]
+//   build/examples/train_lenet/train_lenet [--model lenet|mlp] [--device cpu|sim0|cuda0]
 //       [--epochs N] [--batch-size N] [--optimizer sgd|adam] [--lr X] [--data DIR] [--quick]
 //
 // The data set comes from scripts/fetch-digits.sh (data/digits). The loop (training.h) never

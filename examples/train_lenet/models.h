@@ -24,11 +24,34 @@ inline std::shared_ptr<nn::Block> make_mlp() {
   return net;
 }
 
+// (batch, 8, 8) images as (batch, 1, 8, 8): one channel, for the convolutions.
+class OneChannel : public nn::Block {
+ public:
+  nd::NDArray forward(const nd::NDArray& x) override {
+    return x.ndim() == 3 ? x.reshape({x.shape()[0], 1, x.shape()[1], x.shape()[2]}) : x;
+  }
+};
+
+// LeNet for 8x8 images: Conv2D(6, 3x3, padding 1) relu -> MaxPool2D(2) -> Conv2D(16, 3x3) relu
+// -> MaxPool2D(2) -> Flatten -> Dense(10). Shapes: 1x8x8 -> 6x8x8 -> 6x4x4 -> 16x2x2 -> 16x1x1.
+inline std::shared_ptr<nn::Block> make_lenet() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Conv2D(16, 3, {.activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Flatten())
+      .add(nn::Dense(10));
+  return net;
+}
+
 using ModelBuilder = std::function<std::shared_ptr<nn::Block>()>;
 
 // The models by name, in the order --help lists them.
 inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
   static const std::vector<std::pair<std::string, ModelBuilder>> table = {
+      {"lenet", make_lenet},
       {"mlp", make_mlp},
   };
   return table;

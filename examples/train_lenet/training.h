@@ -1,7 +1,7 @@
 // Training a model of models.h on the digits, one epoch at a time: the loop of train_lenet,
 // shared with bench/training.
 //
-//   DigitsTraining training(tandem::data::load_digits("data/digits"), {.model = "mlp"});
+//   DigitsTraining training(tandem::data::load_digits("data/digits"), {.model = "lenet"});
 //   EpochResult epoch = training.run_epoch();   // epoch.loss, .train_accuracy, .test_accuracy
 //
 // Inside an epoch nothing waits: the DataLoader queues the next batch's copies while the step
@@ -24,7 +24,7 @@
 namespace tandem::examples {
 
 struct TrainingOptions {
-  std::string model = "mlp";
+  std::string model = "lenet";
   Device device = cpu();
   std::int64_t batch_size = 64;
   std::string optimizer = "sgd";  // sgd (with momentum) or adam

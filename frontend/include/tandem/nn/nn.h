@@ -12,6 +12,7 @@
 #include "tandem/nn/basic_layers.h"
 #include "tandem/nn/batch_norm.h"
 #include "tandem/nn/block.h"
+#include "tandem/nn/conv_layers.h"
 #include "tandem/nn/dense.h"
 #include "tandem/nn/initializer.h"
 #include "tandem/nn/optimizer.h"
