@@ -46,12 +46,27 @@ inline std::shared_ptr<nn::Block> make_lenet() {
   return net;
 }
 
+// A wider LeNet: padding keeps more of the 8x8 image: 1x8x8 -> 16x8x8 -> 16x4x4 -> 32x4x4 ->
+// 32x2x2 (128 features) -> Dense(10).
+inline std::shared_ptr<nn::Block> make_lenet_wide() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(16, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Conv2D(32, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Flatten())
+      .add(nn::Dense(10));
+  return net;
+}
+
 using ModelBuilder = std::function<std::shared_ptr<nn::Block>()>;
 
 // The models by name, in the order --help lists them.
 inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
   static const std::vector<std::pair<std::string, ModelBuilder>> table = {
       {"lenet", make_lenet},
+      {"lenet_wide", make_lenet_wide},
       {"mlp", make_mlp},
   };
   return table;
