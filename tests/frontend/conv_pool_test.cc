@@ -1,6 +1,8 @@
 // conv2d, max/avg/global pooling against the direct-loop references of conv_reference.h, on
 // cpu and sim(0), float32 and float64; and the errors the calls give for bad shapes, options,
 // dtypes and devices.
+#include <algorithm>
+
 #include "conv_reference.h"
 
 namespace tandem::testing {
@@ -171,6 +173,20 @@ TEST_SUITE("frontend.conv_pool") {
       REQUIRE(y.size() == 9);
       CHECK(y[0] == -1);  // the corner window holds one input, -1, and padding: not 0
       CHECK(std::isnan(y[4]));
+    }
+  }
+
+  TEST_CASE("an empty batch gives empty outputs and zero weight and bias gradients") {
+    for (const Device device : test_devices()) {
+      const NDArray x = nd::zeros({0, 3, 5, 5}, nd::float64, device);
+      const NDArray w = nd::ones({4, 3, 3, 3}, nd::float64, device);
+      const NDArray y = nd::conv2d(x, w, nd::ones({4}, nd::float64, device));
+      CHECK(y.shape() == Shape{0, 4, 3, 3});
+      CHECK(nd::conv2d_backward_data(y, w, x.shape()).shape() == x.shape());
+      const auto dw = nd::conv2d_backward_weight(y, x, w.shape()).to_vector<double>();
+      CHECK(std::all_of(dw.begin(), dw.end(), [](double v) { return v == 0; }));
+      CHECK(nd::conv2d_backward_bias(y).to_vector<double>() == std::vector<double>(4, 0.0));
+      CHECK(nd::max_pool2d(x, {.kernel = 2}).shape() == Shape{0, 3, 2, 2});
     }
   }
 
