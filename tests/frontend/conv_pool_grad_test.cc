@@ -2,6 +2,7 @@
 // forward ops, in float64 on cpu and sim(0): for L = sum(forward(inputs) * r) with a random r,
 // each backward op given grad_out = r must return dL/d(input). Max relative error <= 1e-6,
 // relative to max(1, |finite difference|); the largest errors are printed.
+#include <algorithm>
 #include <iostream>
 
 #include "conv_reference.h"
@@ -169,6 +170,95 @@ TEST_SUITE("frontend.conv_pool_grad") {
       REQUIRE(got.size() == want.size());
       for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]));
     }
+  }
+}
+
+}  // namespace tandem::testing
+
+namespace tandem::testing {
+
+namespace {
+
+using LeafGradients = std::vector<std::vector<double>>;
+
+// A random conv net program `seed` on `engine` and `device`: convolutions (random stride,
+// padding, dilation, groups, bias), pooling and relu on one activation; returns every leaf's
+// gradient of sum(output^2).
+LeafGradients run_conv_program(Engine& engine, Device device, std::uint64_t seed) {
+  nd::EngineScope scope(engine);
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  std::vector<NDArray> leaves;
+  const auto leaf = [&](const Shape& shape) {
+    leaves.push_back(on(random_host(shape, rng, -1, 1), device));
+    leaves.back().attach_grad();
+    return leaves.back();
+  };
+  NDArray h = leaf({2, 4, 11, 10});
+  {
+    auto record = autograd::record();
+    for (int step = 0; step < 6; ++step) {
+      const Shape s = h.shape();
+      switch (pick(0, 3)) {
+        case 0:
+        case 1: {
+          const std::int64_t groups = s[1] % 2 == 0 ? pick(1, 2) : 1;
+          const std::int64_t out = groups * pick(1, 3), kernel = pick(1, 3);
+          const nd::Conv2dOptions o{.stride = pick(1, 2),
+                                    .padding = pick(0, 1),
+                                    .dilation = pick(1, 2),
+                                    .groups = groups};
+          const std::int64_t span = o.dilation.h * (kernel - 1) + 1;
+          if (std::min(s[2], s[3]) + 2 * o.padding.h < span) break;
+          const NDArray w = leaf({out, s[1] / groups, kernel, kernel});
+          h = pick(0, 1) ? nd::conv2d(h, w, leaf({out}), o) : nd::conv2d(h, w, o);
+          break;
+        }
+        case 2: {
+          const nd::Pool2dOptions o{.kernel = 2, .stride = pick(1, 2), .padding = pick(0, 1)};
+          if (std::min(s[2], s[3]) + 2 * o.padding.h < 2) break;
+          h = pick(0, 1) ? nd::max_pool2d(h, o) : nd::avg_pool2d(h, o);
+          break;
+        }
+        default:
+          h = nd::relu(h);
+          break;
+      }
+    }
+    nd::sum(h * h).backward();
+  }
+  LeafGradients gradients;
+  for (const NDArray& l : leaves) gradients.push_back(l.grad().to_vector<double>());
+  return gradients;
+}
+
+}  // namespace
+
+TEST_SUITE("frontend.conv_pool_grad") {
+  TEST_CASE("random conv nets: identical gradients on naive and threaded engines, cpu and sim") {
+    auto naive = Engine::create(EngineConfig{.kind = EngineKind::naive});
+    auto threaded = Engine::create(EngineConfig{.kind = EngineKind::threaded});
+    auto one_worker = Engine::create(EngineConfig{.kind = EngineKind::threaded, .cpu_workers = 1});
+    const int programs = static_cast<int>(scaled(12, 3));
+    std::size_t leaves = 0;
+    std::int64_t nonzero = 0;
+    for (int seed = 1; seed <= programs; ++seed) {
+      CAPTURE(seed);
+      const auto s = static_cast<std::uint64_t>(seed);
+      const LeafGradients expected = run_conv_program(*naive, cpu(), s);
+      leaves += expected.size();
+      for (const auto& g : expected)
+        nonzero += std::count_if(g.begin(), g.end(), [](double v) { return v != 0; });
+      CHECK(run_conv_program(*threaded, cpu(), s) == expected);
+      CHECK(run_conv_program(*one_worker, cpu(), s) == expected);
+      if (device_count(DeviceKind::sim) > 0)
+        CHECK(run_conv_program(*threaded, sim(0), s) == expected);
+    }
+    // The programs hold weights (more leaves than their input), and gradients reach them.
+    CHECK(leaves > 2 * static_cast<std::size_t>(programs));
+    CHECK(nonzero > 0);
   }
 }
 
