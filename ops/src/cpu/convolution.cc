@@ -53,7 +53,24 @@ bool col_is_input(const Conv2dGeometry& g) {
          g.pad_w == 0;
 }
 
-// col (R x P) from the group's channels of one sample, `x` pointing at its first channel.
+// The output columns [begin, end) whose input column ow * stride + offset lies in [0, in):
+// the others read padding. offset = kernel tap * dilation - padding.
+struct ValidRange {
+  std::int64_t begin = 0, end = 0;
+};
+
+ValidRange valid_columns(std::int64_t offset, std::int64_t stride, std::int64_t in,
+                         std::int64_t out) {
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  ValidRange r;
+  r.begin = offset >= 0 ? 0 : std::min(out, ceil_div(-offset, stride));
+  r.end = in - offset <= 0 ? 0 : std::min(out, ceil_div(in - offset, stride));
+  r.end = std::max(r.end, r.begin);
+  return r;
+}
+
+// col (R x P) from the group's channels of one sample, `x` pointing at its first channel. Each
+// row is a run of zeros, a strided (often contiguous) copy of an input row, and zeros.
 template <class T>
 void im2col(const T* x, const Conv2dGeometry& g, T* col) {
   const std::int64_t P = g.col_cols();
@@ -62,6 +79,8 @@ void im2col(const T* x, const Conv2dGeometry& g, T* col) {
     for (std::int64_t kh = 0; kh < g.kernel_h; ++kh) {
       for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
         T* row = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * P;
+        const std::int64_t w_offset = kw * g.dilation_w - g.pad_w;
+        const ValidRange valid = valid_columns(w_offset, g.stride_w, g.in_w, g.out_w);
         for (std::int64_t oh = 0; oh < g.out_h; ++oh) {
           T* out = row + oh * g.out_w;
           const std::int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h;
@@ -70,10 +89,15 @@ void im2col(const T* x, const Conv2dGeometry& g, T* col) {
             continue;
           }
           const T* in = plane + ih * g.in_w;
-          for (std::int64_t ow = 0; ow < g.out_w; ++ow) {
-            const std::int64_t iw = ow * g.stride_w - g.pad_w + kw * g.dilation_w;
-            out[ow] = iw >= 0 && iw < g.in_w ? in[iw] : T(0);
+          std::fill(out, out + valid.begin, T(0));
+          if (g.stride_w == 1 && valid.begin < valid.end) {
+            std::copy(in + valid.begin + w_offset, in + valid.end + w_offset, out + valid.begin);
+          } else {
+            for (std::int64_t ow = valid.begin; ow < valid.end; ++ow) {
+              out[ow] = in[ow * g.stride_w + w_offset];
+            }
           }
+          std::fill(out + valid.end, out + g.out_w, T(0));
         }
       }
     }
@@ -89,14 +113,15 @@ void col2im(const T* col, const Conv2dGeometry& g, T* dx) {
     for (std::int64_t kh = 0; kh < g.kernel_h; ++kh) {
       for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
         const T* row = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * P;
+        const std::int64_t w_offset = kw * g.dilation_w - g.pad_w;
+        const ValidRange valid = valid_columns(w_offset, g.stride_w, g.in_w, g.out_w);
         for (std::int64_t oh = 0; oh < g.out_h; ++oh) {
           const std::int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h;
           if (ih < 0 || ih >= g.in_h) continue;
           const T* in = row + oh * g.out_w;
           T* out = plane + ih * g.in_w;
-          for (std::int64_t ow = 0; ow < g.out_w; ++ow) {
-            const std::int64_t iw = ow * g.stride_w - g.pad_w + kw * g.dilation_w;
-            if (iw >= 0 && iw < g.in_w) out[iw] += in[ow];
+          for (std::int64_t ow = valid.begin; ow < valid.end; ++ow) {
+            out[ow * g.stride_w + w_offset] += in[ow];
           }
         }
       }
