@@ -190,12 +190,13 @@ def targets(records):
         x, y = seconds(workload, a), seconds(workload, b)
         return x / y if x and y else None
 
+    model = next((r.get("model") for r in records if r.get("workload") == "lenet_step"), "lenet")
     return [
         target("tiny_mlp_step: tandem (autograd) / tandem_handwritten", "<= 1.3",
                ratio("tiny_mlp_step", "tandem", "tandem_handwritten"), 1.3),
         target("tiny_mlp_step: tandem / jax_eager", "<= 0.5",
                ratio("tiny_mlp_step", "tandem", "jax_eager"), 0.5),
-        target("lenet_step (batch 256): tandem / jax_jit", "<= 1.5",
+        target(f"lenet_step ({model}, batch 256): tandem / jax_jit", "<= 1.5",
                ratio("lenet_step", "tandem", "jax_jit"), 1.5),
     ]
 
