@@ -229,6 +229,35 @@ TEST_SUITE("frontend.autograd") {
     CHECK(contains(error_of([&] { y.backward(nd::ones({3})); }), "must match the head"));
   }
 
+  TEST_CASE("astype sends the gradient back in the input's dtype") {
+    NDArray x = nd::array({1, 2});  // float32
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      NDArray y = nd::sum(nd::square(x.astype(nd::float64)));
+      CHECK(y.dtype() == nd::float64);
+      y.backward();
+    }
+    CHECK(x.grad().dtype() == nd::float32);
+    check_close(values(x.grad()), {2, 4});
+    // To an integer dtype: no gradient path.
+    auto scope = ag::record();
+    CHECK_FALSE(x.astype(nd::int32).needs_grad());
+  }
+
+  TEST_CASE("gradients from several devices add up on the leaf's device") {
+    NDArray x = nd::array({1, 2});
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      NDArray on_sim = x.as_in_context(sim(0)) * 3;
+      NDArray loss = nd::sum(on_sim).copyto(cpu()) + nd::sum(x * x);
+      loss.backward();
+    }
+    check_close(values(x.grad()), {3 + 2, 3 + 4});
+    CHECK(x.as_in_context(cpu()).needs_grad());  // the very handle: same history
+  }
+
   TEST_CASE("backward pushes its ops and returns without waiting for them") {
     auto engine = Engine::create(EngineConfig{.kind = EngineKind::threaded});
     {
