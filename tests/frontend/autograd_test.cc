@@ -229,6 +229,16 @@ TEST_SUITE("frontend.autograd") {
     CHECK(contains(error_of([&] { y.backward(nd::ones({3})); }), "must match the head"));
   }
 
+  TEST_CASE("the gradient of the norm of zeros is zero, not NaN") {
+    NDArray x = nd::zeros({2, 3});
+    x.attach_grad();
+    {
+      auto scope = ag::record();
+      nd::sum(nd::norm(x, 1) + nd::norm(x)).backward();
+    }
+    CHECK(values(x.grad()) == std::vector<double>(6, 0.0));
+  }
+
   TEST_CASE("astype sends the gradient back in the input's dtype") {
     NDArray x = nd::array({1, 2});  // float32
     x.attach_grad();
