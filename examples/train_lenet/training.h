@@ -55,8 +55,7 @@ class DigitsTraining {
         test_images_(digits.test.images.copyto(options.device)),
         test_labels_(digits.test.labels.copyto(options.device)) {
     if (!net_) {
-      throw Error("no model called '" + options.model +
-                  "' (there are: " + model_names() + ")");
+      throw Error("no model called '" + options.model + "' (there are: " + model_names() + ")");
     }
     nd::random::seed(options.seed);
     net_->initialize(nn::Xavier(), {options.device});
