@@ -55,21 +55,57 @@ def jax_records(args):
     train_x, train_y, test_x, test_y = load_digits(args.digits)
     version = jax.__version__
 
+    def xavier(key, shape):
+        receptive = 1
+        for d in shape[2:]:
+            receptive *= d
+        fan_in, fan_out = shape[1] * receptive, shape[0] * receptive
+        scale = (3.0 / ((fan_in + fan_out) / 2)) ** 0.5
+        return jax.random.uniform(key, shape, jnp.float32, -scale, scale)
+
     def init_mlp(key, sizes):
         params = []
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
             key, sub = jax.random.split(key)
-            scale = (3.0 / ((fan_in + fan_out) / 2)) ** 0.5
-            params.append((jax.random.uniform(sub, (fan_out, fan_in), jnp.float32, -scale, scale),
-                           jnp.zeros((fan_out,), jnp.float32)))
+            params.append((xavier(sub, (fan_out, fan_in)), jnp.zeros((fan_out,), jnp.float32)))
         return params
 
-    def forward(params, x):
+    def mlp_forward(params, x):
+        x = x.reshape(x.shape[0], -1)
         for i, (w, b) in enumerate(params):
             x = x @ w.T + b
             if i + 1 < len(params):
                 x = jax.nn.relu(x)
         return x
+
+    # examples/train_lenet/models.h's make_lenet: Conv2D(6, 3x3, padding 1) relu, MaxPool2D(2),
+    # Conv2D(16, 3x3) relu, MaxPool2D(2), Flatten, Dense(10); NCHW, weights OIHW.
+    def init_lenet(key):
+        k1, k2, k3 = jax.random.split(key, 3)
+        return [(xavier(k1, (6, 1, 3, 3)), jnp.zeros((6,), jnp.float32)),
+                (xavier(k2, (16, 6, 3, 3)), jnp.zeros((16,), jnp.float32)),
+                (xavier(k3, (10, 16)), jnp.zeros((10,), jnp.float32))]
+
+    def conv_relu_pool(x, w, b, padding):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), padding,
+                                         dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        y = jax.nn.relu(y + b[None, :, None, None])
+        return jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2),
+                                     "VALID")
+
+    def lenet_forward(params, x):
+        x = x.reshape(x.shape[0], 1, 8, 8)
+        (w1, b1), (w2, b2), (w3, b3) = params
+        x = conv_relu_pool(x, w1, b1, ((1, 1), (1, 1)))
+        x = conv_relu_pool(x, w2, b2, ((0, 0), (0, 0)))
+        return x.reshape(x.shape[0], -1) @ w3.T + b3
+
+    models = {"mlp": (lambda key: init_mlp(key, [64, 64, 10]), mlp_forward),
+              "lenet": (init_lenet, lenet_forward)}
+    current = {"forward": mlp_forward}
+
+    def forward(params, x):
+        return current["forward"](params, x)
 
     def loss_fn(params, x, y):
         logits = forward(params, x)
@@ -111,6 +147,7 @@ def jax_records(args):
     batches = [(jnp.asarray(train_x[i:i + b]), jnp.asarray(train_y[i:i + b]))
                for i in range(0, len(train_x) - b + 1, b)]
     params = init_mlp(jax.random.PRNGKey(1), [64, TINY["hidden"], 10])
+    current["forward"] = mlp_forward
     steps = 100 if args.quick else 300
     rounds = 3
     eager = time_steps(lambda p, x, y: sgd_step(p, x, y, b), params, batches, steps, rounds)
@@ -123,17 +160,19 @@ def jax_records(args):
     # lenet_step and lenet_digits on the model tandem ran
     model = next((r.get("model") for r in args.existing if r.get("workload") == "lenet_step"),
                  "mlp")
-    if model != "mlp":
-        reason = f"the JAX peer has no '{model}' model yet (only mlp)"
+    if model not in models:
+        reason = f"the JAX peer has no '{model}' model (it has: {', '.join(models)})"
         for workload in ("lenet_step", "lenet_digits"):
             for system in ("jax_eager", "jax_jit"):
                 records.append({"workload": workload, "system": system, "model": model,
                                 "skipped": True, "reason": reason, **common})
         return records
-    sizes = [64, 64, 10]  # examples/train_lenet/models.h: make_mlp
+    init, current["forward"] = models[model]
+    # Fresh jit caches: the step functions trace the current model.
+    jit_sgd = jax.jit(sgd_step, static_argnums=3)
     b = 256
     big = [(jnp.asarray(train_x[:b]), jnp.asarray(train_y[:b]))]
-    params = init_mlp(jax.random.PRNGKey(1), sizes)
+    params = init(jax.random.PRNGKey(1))
     steps = 30 if args.quick else 100
     eager = time_steps(lambda p, x, y: sgd_step(p, x, y, b), params, big, steps, 3)
     jitted = time_steps(lambda p, x, y: jit_sgd(p, x, y, b), params, big, steps * 5, 3)
@@ -147,7 +186,7 @@ def jax_records(args):
                   10)
     b = 64
     jit_momentum = jax.jit(momentum_step, static_argnums=3)
-    params = init_mlp(jax.random.PRNGKey(1), sizes)
+    params = init(jax.random.PRNGKey(1))
     state = (params, jax.tree_util.tree_map(jnp.zeros_like, params))
     rng = np.random.default_rng(1)
     epoch_times = []
@@ -190,12 +229,13 @@ def targets(records):
         x, y = seconds(workload, a), seconds(workload, b)
         return x / y if x and y else None
 
+    model = next((r.get("model") for r in records if r.get("workload") == "lenet_step"), "lenet")
     return [
         target("tiny_mlp_step: tandem (autograd) / tandem_handwritten", "<= 1.3",
                ratio("tiny_mlp_step", "tandem", "tandem_handwritten"), 1.3),
         target("tiny_mlp_step: tandem / jax_eager", "<= 0.5",
                ratio("tiny_mlp_step", "tandem", "jax_eager"), 0.5),
-        target("lenet_step (batch 256): tandem / jax_jit", "<= 1.5",
+        target(f"lenet_step ({model}, batch 256): tandem / jax_jit", "<= 1.5",
                ratio("lenet_step", "tandem", "jax_jit"), 1.5),
     ]
 

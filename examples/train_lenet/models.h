@@ -9,6 +9,7 @@
 #include <tandem/nn/nn.h>
 #include <tandem/tandem.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -60,6 +61,36 @@ inline std::shared_ptr<nn::Block> make_lenet_wide() {
   return net;
 }
 
+// A residual block written as user code: out = relu(x + bn2(dense2(relu(bn1(dense1(x)))))).
+class DenseResidual : public nn::Block {
+ public:
+  explicit DenseResidual(std::int64_t width)
+      : dense1_(register_child("dense1", nn::Dense(width))),
+        bn1_(register_child("bn1", nn::BatchNorm())),
+        dense2_(register_child("dense2", nn::Dense(width))),
+        bn2_(register_child("bn2", nn::BatchNorm())) {}
+
+  nd::NDArray forward(const nd::NDArray& x) override {
+    const nd::NDArray h = nd::relu((*bn1_)((*dense1_)(x)));
+    return nd::relu(x + (*bn2_)((*dense2_)(h)));
+  }
+
+ private:
+  std::shared_ptr<nn::Dense> dense1_;
+  std::shared_ptr<nn::BatchNorm> bn1_;
+  std::shared_ptr<nn::Dense> dense2_;
+  std::shared_ptr<nn::BatchNorm> bn2_;
+};
+
+// Flatten, 64 units, two residual blocks with BatchNorm, 10 logits: the seeds' ResNet idea
+// without convolutions.
+inline std::shared_ptr<nn::Block> make_residual_mlp() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(nn::Flatten()).add(nn::Dense(64, nn::relu)).add(DenseResidual(64));
+  net->add(DenseResidual(64)).add(nn::Dense(10));
+  return net;
+}
+
 using ModelBuilder = std::function<std::shared_ptr<nn::Block>()>;
 
 // The models by name, in the order --help lists them.
@@ -68,6 +99,7 @@ inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
       {"lenet", make_lenet},
       {"lenet_wide", make_lenet_wide},
       {"mlp", make_mlp},
+      {"residual_mlp", make_residual_mlp},
   };
   return table;
 }

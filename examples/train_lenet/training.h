@@ -55,8 +55,7 @@ class DigitsTraining {
         test_images_(digits.test.images.copyto(options.device)),
         test_labels_(digits.test.labels.copyto(options.device)) {
     if (!net_) {
-      throw Error("train_lenet: no model called '" + options.model +
-                  "' (there are: " + model_names() + ")");
+      throw Error("no model called '" + options.model + "' (there are: " + model_names() + ")");
     }
     nd::random::seed(options.seed);
     net_->initialize(nn::Xavier(), {options.device});
@@ -66,7 +65,7 @@ class DigitsTraining {
     } else if (options.optimizer == "adam") {
       optimizer = std::make_shared<nn::Adam>(options.learning_rate);
     } else {
-      throw Error("train_lenet: no optimizer called '" + options.optimizer + "' (sgd, adam)");
+      throw Error("no optimizer called '" + options.optimizer + "' (sgd, adam)");
     }
     // The first forward fixes the deferred shapes, so that the Trainer sees every parameter.
     (*net_)(test_images_.slice(0, 1));

@@ -94,7 +94,7 @@ NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
         [op, in, axis, result] { ops::cpu::reduce_axis(op, in.resolve(), axis, result.resolve()); },
         out.device(), {x.var()}, {out.var()}, {.name = name});
   }
-  if (autograd::is_recording()) autograd::detail::record_reduce_axis(op, x, axis, keepdims, out);
+  if (autograd::is_recording()) autograd::detail::record_reduce_axis(op, x, axis, out);
   return out;
 }
 

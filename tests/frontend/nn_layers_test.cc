@@ -227,6 +227,14 @@ TEST_SUITE("frontend.nn_layers") {
       on_sim.load_parameters(path, {sim(0)});
       CHECK(on_sim(x.copyto(sim(0))).to_vector<double>() == expected);
     }
+    if (device_count(DeviceKind::sim) > 1) {  // every copy of a data-parallel network is loaded
+      nn::Sequential both;
+      both.add(nn::Dense(6, nn::relu)).add(nn::Dense(3));
+      both.initialize(nn::Zeros(), {sim(0), sim(1)});
+      both(x.copyto(sim(0)));
+      both.load_parameters(path);
+      CHECK(both(x.copyto(sim(1))).to_vector<double>() == expected);
+    }
 
     nn::Sequential wider;
     wider.add(nn::Dense(7, nn::relu)).add(nn::Dense(3));

@@ -8,6 +8,7 @@
 // retain_graph): the arrays' memory is freed once the ops that read them have finished.
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "../access.h"
@@ -42,7 +43,7 @@ std::string released_message(const Node& node) {
 // Nodes reachable from the heads, each after every node that reads its outputs.
 std::vector<std::shared_ptr<Node>> topological_order(const std::vector<NDArray>& heads) {
   std::vector<std::shared_ptr<Node>> post_order;
-  std::unordered_map<const Node*, bool> visited;
+  std::unordered_set<const Node*> visited;
   struct Frame {
     std::shared_ptr<Node> node;
     std::size_t next_input = 0;
@@ -50,15 +51,14 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::vector<NDArray>&
   std::vector<Frame> stack;
   for (const NDArray& head : heads) {
     const auto& root = NDArrayAccess::grad_node(head);
-    if (!visited.emplace(root.get(), true).second) continue;
+    if (!visited.insert(root.get()).second) continue;
     stack.push_back(Frame{root});
     while (!stack.empty()) {
       Frame& frame = stack.back();
       if (frame.node->released) throw Error(released_message(*frame.node));
       if (frame.next_input < frame.node->inputs.size()) {
         const auto& input = frame.node->inputs[frame.next_input++].node;
-        if (input != nullptr && visited.emplace(input.get(), true).second)
-          stack.push_back(Frame{input});
+        if (input != nullptr && visited.insert(input.get()).second) stack.push_back(Frame{input});
         continue;
       }
       post_order.push_back(std::move(frame.node));

@@ -43,15 +43,16 @@ bool differentiable(ReduceOp op) {
   return op != ReduceOp::argmax;
 }
 
-// The gradient of x for a reduction whose result (kept dims), output gradient (kept dims) and
-// count of reduced elements are given.
-NDArray reduce_gradient(ReduceOp op, const NDArray& g, const NDArray& x, const NDArray& y,
-                        std::int64_t count, int axis) {
+// The gradient of an input of `shape` given the output gradient g, both with the reduced axes
+// kept (as 1), the input x and result y (kept dims; only for max, min and norm) and the count
+// of elements reduced into each result. axis < 0: the whole array.
+NDArray reduce_gradient(ReduceOp op, const NDArray& g, const Shape& shape, const NDArray& x,
+                        const NDArray& y, std::int64_t count, int axis) {
   switch (op) {
     case ReduceOp::sum:
-      return broadcast_to(g, x.shape());
+      return broadcast_to(g, shape);
     case ReduceOp::mean:
-      return broadcast_to(g / static_cast<double>(count), x.shape());
+      return broadcast_to(g / static_cast<double>(count), shape);
     case ReduceOp::max:
     case ReduceOp::min: {
       // Split evenly between the elements equal to the extreme.
@@ -60,8 +61,8 @@ NDArray reduce_gradient(ReduceOp op, const NDArray& g, const NDArray& x, const N
       return hits * (g / ties);
     }
     case ReduceOp::norm:
-      // d|x|/dx = x / |x| (0 where |x| = 0: the subgradient MXNet and PyTorch pick).
-      return x * (g / nd::maximum(y, 1e-300)) * (y > 0.0);
+      // x / |x|; where |x| = 0, x is 0 too and so is the gradient (the denominator becomes 1).
+      return x * (g / (y + (y == 0.0)));
     case ReduceOp::argmax:
       break;
   }
@@ -83,16 +84,11 @@ void record_reduce_all(ReduceOp op, const NDArray& x, NDArray& out) {
   const std::int64_t count = x.size();
   record_node(ops::op_name(op), {x}, {&out}, save.take(),
               [op, sx, sy, shape, count](const std::vector<NDArray>& g) {
-                if (op == ReduceOp::sum || op == ReduceOp::mean) {
-                  const NDArray scaled =
-                      op == ReduceOp::mean ? g[0] / static_cast<double>(count) : g[0];
-                  return std::vector<NDArray>{broadcast_to(scaled, shape)};
-                }
-                return std::vector<NDArray>{reduce_gradient(op, g[0], sx, sy, count, -1)};
+                return std::vector<NDArray>{reduce_gradient(op, g[0], shape, sx, sy, count, -1)};
               });
 }
 
-void record_reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims, NDArray& out) {
+void record_reduce_axis(ReduceOp op, const NDArray& x, int axis, NDArray& out) {
   if (!differentiable(op) || !ops::is_floating(x.dtype()) || !needs_grad(x)) return;
   axis = ops::normalize_axis(axis, x.shape(), ops::op_name(op));
   Shape kept = x.shape();
@@ -102,17 +98,12 @@ void record_reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims, 
   const NDArray sy = reads_input(op) ? save(out).reshape(kept) : NDArray();
   const Shape shape = x.shape();
   const std::int64_t count = x.shape()[axis];
-  (void)keepdims;
-  record_node(ops::op_name(op), {x}, {&out}, save.take(),
-              [op, sx, sy, shape, kept, count, axis](const std::vector<NDArray>& g) {
-                const NDArray g_kept = g[0].reshape(kept);
-                if (op == ReduceOp::sum || op == ReduceOp::mean) {
-                  const NDArray scaled =
-                      op == ReduceOp::mean ? g_kept / static_cast<double>(count) : g_kept;
-                  return std::vector<NDArray>{broadcast_to(scaled, shape)};
-                }
-                return std::vector<NDArray>{reduce_gradient(op, g_kept, sx, sy, count, axis)};
-              });
+  record_node(
+      ops::op_name(op), {x}, {&out}, save.take(),
+      [op, sx, sy, shape, kept, count, axis](const std::vector<NDArray>& g) {
+        const NDArray g_kept = g[0].shape() == kept ? g[0] : g[0].reshape(kept);
+        return std::vector<NDArray>{reduce_gradient(op, g_kept, shape, sx, sy, count, axis)};
+      });
 }
 
 void record_dot(const NDArray& a, const NDArray& b, NDArray& out) {

@@ -23,8 +23,7 @@ void record_binary_scalar(ops::BinaryOp op, const nd::NDArray& a, double scalar,
 
 // gradients_reduce.cc
 void record_reduce_all(ops::ReduceOp op, const nd::NDArray& x, nd::NDArray& out);
-void record_reduce_axis(ops::ReduceOp op, const nd::NDArray& x, int axis, bool keepdims,
-                        nd::NDArray& out);
+void record_reduce_axis(ops::ReduceOp op, const nd::NDArray& x, int axis, nd::NDArray& out);
 void record_dot(const nd::NDArray& a, const nd::NDArray& b, nd::NDArray& out);
 
 // gradients_shape.cc: views, copies and joins.

@@ -90,7 +90,9 @@ void note_in_place_write(const char* op, const NDArray& target, const NDArray* s
                 "in-place writes are not recorded, so no gradient would flow back. Use a "
                 "function that returns a new array, or write source.detach() on purpose");
   }
-  if (thread_state().recording && NDArrayAccess::grad_node(target) != nullptr) {
+  // A null-request leaf has no gradient to protect (the write-version check still guards a
+  // saved use of it).
+  if (thread_state().recording && needs_grad(target)) {
     throw Error(std::string("tandem: ") + op + ": writing in place into an array of shape " +
                 target.shape().to_string() +
                 " that is part of the recorded graph (attached, or computed by a recorded op) "

@@ -1,10 +1,9 @@
-// Flatten, Dropout and BatchNorm: the layers on the network ops.
+// Flatten and Dropout, on the network ops.
 #include "tandem/nn/basic_layers.h"
 
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/network.h"
-#include "tandem/nn/batch_norm.h"
 
 namespace tandem::nn {
 
@@ -22,38 +21,6 @@ nd::NDArray Dropout::forward(const nd::NDArray& x) {
   if (!autograd::is_training() || rate_ == 0.0) return x;
   // A new mask for every call: the seed advances with the call count (no sync, reproducible).
   return nd::dropout(x, rate_, seed_ * 0x9E3779B97F4A7C15ull + calls_++);
-}
-
-BatchNorm::BatchNorm(BatchNormOptions options) : options_(options) {
-  const nd::Shape channels{options.in_channels};
-  const auto ones = std::make_shared<Ones>();
-  const auto zeros = std::make_shared<Zeros>();
-  gamma_ = register_parameter("gamma", channels, {.dtype = options.dtype, .init = ones});
-  beta_ = register_parameter("beta", channels, {.dtype = options.dtype, .init = zeros});
-  running_mean_ = register_parameter(
-      "running_mean", channels, {.dtype = options.dtype, .grad_req = GradReq::null, .init = zeros});
-  running_var_ = register_parameter(
-      "running_var", channels, {.dtype = options.dtype, .grad_req = GradReq::null, .init = ones});
-}
-
-nd::NDArray BatchNorm::forward(const nd::NDArray& x) {
-  if (x.ndim() < 2) {
-    throw Error("tandem: BatchNorm '" + gamma_->name() +
-                "': needs an input of shape (batch, channels, ...), got " + x.shape().to_string());
-  }
-  const nd::Shape channels{x.shape()[1]};
-  for (Parameter* parameter :
-       {gamma_.get(), beta_.get(), running_mean_.get(), running_var_.get()}) {
-    if (!parameter->shape_known()) parameter->set_shape(channels);
-    if (parameter->shape() != channels) {
-      throw Error("tandem: BatchNorm '" + parameter->name() + "': the input has " +
-                  std::to_string(channels[0]) + " channels (shape " + x.shape().to_string() +
-                  ") but the parameter has shape " + parameter->shape().to_string());
-    }
-  }
-  const Device device = x.device();
-  return nd::batch_norm(x, gamma_->data(device), beta_->data(device), running_mean_->data(device),
-                        running_var_->data(device), options_.momentum, options_.epsilon);
 }
 
 }  // namespace tandem::nn

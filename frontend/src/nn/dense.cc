@@ -1,4 +1,4 @@
-// Dense and the activation choice.
+// Dense: x . weight^T + bias, with the weight's input width inferred at the first forward.
 #include "tandem/nn/dense.h"
 
 #include "tandem/errors.h"
@@ -6,34 +6,6 @@
 #include "tandem/nd/linalg.h"
 
 namespace tandem::nn {
-
-std::string to_string(ActivationType type) {
-  switch (type) {
-    case ActivationType::none:
-      return "none";
-    case ActivationType::relu:
-      return "relu";
-    case ActivationType::sigmoid:
-      return "sigmoid";
-    case ActivationType::tanh:
-      return "tanh";
-  }
-  return "unknown";
-}
-
-nd::NDArray activate(const nd::NDArray& x, ActivationType type) {
-  switch (type) {
-    case ActivationType::none:
-      return x;
-    case ActivationType::relu:
-      return nd::relu(x);
-    case ActivationType::sigmoid:
-      return nd::sigmoid(x);
-    case ActivationType::tanh:
-      return nd::tanh(x);
-  }
-  throw Error("tandem: activate: unknown activation type");
-}
 
 Dense::Dense(std::int64_t units, ActivationType activation, DenseOptions options)
     : units_(units), activation_(activation) {
