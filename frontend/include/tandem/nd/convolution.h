@@ -40,6 +40,8 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const Conv2dOptions& opt
 Shape conv2d_output_shape(const Shape& x, const Shape& weight, const Conv2dOptions& options = {});
 
 // --- gradients: y = conv2d(x, weight, bias, options), grad_out = dL/dy ------------------------
+// They are the rules autograd uses for the forward ops above; they are not recorded themselves
+// (no second derivatives).
 // dL/dx, of shape `input_shape` (x's shape: the output shape alone does not determine it).
 NDArray conv2d_backward_data(const NDArray& grad_out, const NDArray& weight,
                              const Shape& input_shape, const Conv2dOptions& options = {});

@@ -38,6 +38,8 @@ NDArray global_avg_pool2d(const NDArray& x);
 Shape pool2d_output_shape(const Shape& x, const Pool2dOptions& options);
 
 // --- gradients: grad_out = dL/dy; each returns dL/dx ------------------------------------------
+// They are the rules autograd uses for the forward ops above; they are not recorded themselves
+// (no second derivatives).
 // Needs the forward input x to find each window's maximum again.
 NDArray max_pool2d_backward(const NDArray& grad_out, const NDArray& x,
                             const Pool2dOptions& options);
