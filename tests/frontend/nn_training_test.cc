@@ -155,11 +155,24 @@ TEST_SUITE("frontend.nn_training") {
     const NDArray images = nd::random::uniform({4, 32, 64}).astype(nd::float64);
     const NDArray labels = nd::random::uniform(0, 10, {4, 32}).astype(nd::int32);
 
+    bool adam = false;
+    SUBCASE("SGD with momentum and weight decay") {
+      adam = false;
+    }
+    SUBCASE("Adam with weight decay") {
+      adam = true;
+    }
     const auto train = [&](const std::vector<Device>& devices) {
       auto net = small_mlp();
       net->initialize(
           nn::Xavier(nn::Xavier::Distribution::uniform, nn::Xavier::Factor::avg, 3.0, 9), devices);
-      nn::Trainer trainer(net->collect_params(), nn::SGD(0.5, 0.9, 1e-3));
+      std::shared_ptr<nn::Optimizer> optimizer;
+      if (adam) {
+        optimizer = std::make_shared<nn::Adam>(0.01, 0.9, 0.999, 1e-8, 1e-3);
+      } else {
+        optimizer = std::make_shared<nn::SGD>(0.5, 0.9, 1e-3);
+      }
+      nn::Trainer trainer(net->collect_params(), optimizer);
       for (std::int64_t step = 0; step < 4; ++step) {
         const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
         const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
