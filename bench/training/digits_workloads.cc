@@ -139,7 +139,7 @@ void run_lenet_step(const std::string& digits_dir, bool quick, Records& records)
   };
   for (int i = 0; i < 5; ++i) step();
   nd::waitall();
-  const int steps = quick ? 50 : 200;
+  const int steps = quick ? 200 : 500;
   std::vector<double> times;
   for (int round = 0; round < 3; ++round) {
     const auto start = std::chrono::steady_clock::now();

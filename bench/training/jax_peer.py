@@ -151,7 +151,7 @@ def jax_records(args):
     steps = 100 if args.quick else 300
     rounds = 3
     eager = time_steps(lambda p, x, y: sgd_step(p, x, y, b), params, batches, steps, rounds)
-    jitted = time_steps(lambda p, x, y: jit_sgd(p, x, y, b), params, batches, steps * 5, rounds)
+    jitted = time_steps(lambda p, x, y: jit_sgd(p, x, y, b), params, batches, steps * 20, rounds)
     for system, seconds in (("jax_eager", eager), ("jax_jit", jitted)):
         records.append({"workload": "tiny_mlp_step", "system": system, "seconds_per_step": seconds,
                         "batch_size": b, "hidden": TINY["hidden"], **common})
@@ -175,7 +175,7 @@ def jax_records(args):
     params = init(jax.random.PRNGKey(1))
     steps = 30 if args.quick else 100
     eager = time_steps(lambda p, x, y: sgd_step(p, x, y, b), params, big, steps, 3)
-    jitted = time_steps(lambda p, x, y: jit_sgd(p, x, y, b), params, big, steps * 5, 3)
+    jitted = time_steps(lambda p, x, y: jit_sgd(p, x, y, b), params, big, steps * 20, 3)
     for system, seconds in (("jax_eager", eager), ("jax_jit", jitted)):
         records.append({"workload": "lenet_step", "system": system, "model": model,
                         "batch_size": b, "seconds_per_step": seconds, **common})

@@ -103,8 +103,8 @@ double time_steps(Step& step, const Batches& batches, int steps) {
 
 void run_tiny_mlp_step(const data::DigitsDataSet& digits, bool quick, Records& records) {
   const Batches batches = make_batches(digits);
-  const int steps = quick ? 300 : 1000;
-  const int rounds = quick ? 3 : 5;
+  const int steps = quick ? 1000 : 3000;
+  const int rounds = quick ? 7 : 9;
   AutogradStep autograd_step;
   HandwrittenStep handwritten_step;
   std::vector<double> autograd_times, handwritten_times;

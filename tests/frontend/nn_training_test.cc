@@ -2,6 +2,7 @@
 // Trainer's rescaling and data parallelism (two devices give the one-device step), and an MLP
 // that learns the digits.
 #include <cmath>
+#include <future>
 #include <string>
 
 #include "frontend_test_util.h"
@@ -155,11 +156,24 @@ TEST_SUITE("frontend.nn_training") {
     const NDArray images = nd::random::uniform({4, 32, 64}).astype(nd::float64);
     const NDArray labels = nd::random::uniform(0, 10, {4, 32}).astype(nd::int32);
 
+    bool adam = false;
+    SUBCASE("SGD with momentum and weight decay") {
+      adam = false;
+    }
+    SUBCASE("Adam with weight decay") {
+      adam = true;
+    }
     const auto train = [&](const std::vector<Device>& devices) {
       auto net = small_mlp();
       net->initialize(
           nn::Xavier(nn::Xavier::Distribution::uniform, nn::Xavier::Factor::avg, 3.0, 9), devices);
-      nn::Trainer trainer(net->collect_params(), nn::SGD(0.5, 0.9, 1e-3));
+      std::shared_ptr<nn::Optimizer> optimizer;
+      if (adam) {
+        optimizer = std::make_shared<nn::Adam>(0.01, 0.9, 0.999, 1e-8, 1e-3);
+      } else {
+        optimizer = std::make_shared<nn::SGD>(0.5, 0.9, 1e-3);
+      }
+      nn::Trainer trainer(net->collect_params(), optimizer);
       for (std::int64_t step = 0; step < 4; ++step) {
         const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
         const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
@@ -194,6 +208,49 @@ TEST_SUITE("frontend.nn_training") {
     }
     MESSAGE("largest difference between one and two devices: " << worst);
     CHECK(worst <= 1e-12);
+  }
+
+  TEST_CASE("training steps (layers, backward, Trainer::step) queue their ops without waiting") {
+    auto engine = Engine::create(EngineConfig{.kind = EngineKind::threaded});
+    {
+      nd::EngineScope engine_scope(*engine);
+      nn::Sequential net;
+      net.add(nn::Dense(32, nn::relu)).add(nn::BatchNorm()).add(nn::Dropout(0.5, 3));
+      net.add(nn::Dense(10));
+      net.initialize(nn::Xavier());
+      nn::Trainer trainer(net.collect_params(), nn::Adam(0.01, 0.9, 0.999, 1e-8, 1e-4));
+      const NDArray x = nd::random::uniform({16, 20});
+      const NDArray labels = nd::from_vector(std::vector<std::int32_t>(16, 3));
+      net(x);  // the deferred shapes
+      engine->wait_all();
+      // A gate op writes x: every op of the steps below reads x, directly or not.
+      std::promise<void> open_gate;
+      std::shared_future<void> gate = open_gate.get_future().share();
+      engine->push([gate] { gate.wait(); }, cpu(), {}, {x.var()}, {.name = "gate"});
+      struct OpenAtExit {
+        std::promise<void>& gate;
+        bool opened = false;
+        void open() {
+          if (!opened) gate.set_value();
+          opened = true;
+        }
+        ~OpenAtExit() { open(); }
+      } opener{open_gate};
+      NDArray loss;
+      for (int step = 0; step < 3; ++step) {
+        {
+          auto recording = autograd::record();
+          loss = nd::softmax_cross_entropy(net(x), labels).sum();
+        }
+        loss.backward();
+        trainer.step(16);
+      }
+      // Reaching this line with the gate closed shows that nothing above waited.
+      CHECK(engine->stats().ops_in_flight >= 50);
+      opener.open();
+      CHECK(std::isfinite(loss.scalar()));
+    }
+    engine->wait_all();
   }
 
   TEST_CASE("an MLP reaches 0.9 training accuracy on the digits within three epochs") {

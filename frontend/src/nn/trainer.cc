@@ -35,6 +35,7 @@ void Trainer::check_ready(std::int64_t batch_size) const {
 void Trainer::allreduce_grads() {
   auto paused = autograd::pause();
   for (Slot& slot : slots_) {
+    if (slot.parameter->grad_req() == GradReq::null) continue;
     if (slot.parameter->devices().size() > 1) nd::allreduce(slot.parameter->list_grad());
   }
 }
@@ -51,6 +52,7 @@ void Trainer::update(std::int64_t batch_size) {
   optimizer_->set_rescale_grad(1.0 / static_cast<double>(batch_size));
   ++steps_;
   for (Slot& slot : slots_) {
+    if (slot.parameter->grad_req() == GradReq::null) continue;  // frozen since construction
     std::vector<nd::NDArray> weights = slot.parameter->list_data();
     const std::vector<nd::NDArray> grads = slot.parameter->list_grad();
     if (slot.states.size() != weights.size()) {

@@ -12,11 +12,12 @@
 //   }
 //
 // step(batch_size) sets the optimizer's rescale_grad to 1 / batch_size (the loss is a sum over
-// the batch) and updates every parameter whose grad_req is not null. A parameter with copies
-// on several devices (data parallelism: one forward and backward per device on its part of the
-// batch) first has its gradients summed across the copies (nd::allreduce, so every copy sees
-// the same bits), then every copy gets the same update: the copies stay equal, and the step
-// equals one device's step on the whole batch. Everything is queued as engine ops.
+// the batch) and updates the parameters of `params` whose grad_req was not null when the
+// Trainer was made (setting one to null later freezes it). A parameter with copies on several
+// devices (data parallelism: one forward and backward per device on its part of the batch)
+// first has its gradients summed across the copies (nd::allreduce, so every copy sees the same
+// bits), then every copy gets the same update: the copies stay equal, and the step equals one
+// device's step on the whole batch. Everything is queued as engine ops.
 #pragma once
 
 #include <concepts>
