@@ -315,6 +315,61 @@ def render_overlap(records, meta):
     return "\n".join(lines).rstrip() + "\n"
 
 
+# --- the training suite ----------------------------------------------------------------------
+
+
+TRAINING_SYSTEMS = ["tandem", "tandem_handwritten", "jax_eager", "jax_jit"]
+
+
+def render_training(records, meta):
+    lines = provenance(meta)
+    lines += targets_table(records)
+    steps = [r for r in records if r.get("workload") in ("tiny_mlp_step", "lenet_step")]
+    if steps:
+        index = by_key(steps)
+        header = ["workload", "model", "batch"] + TRAINING_SYSTEMS + [
+            "tandem / hand-written", "tandem / jax_eager", "tandem / jax_jit"]
+        rows = []
+        for workload in ("tiny_mlp_step", "lenet_step"):
+            found = {s: index.get((workload, s), {}) for s in TRAINING_SYSTEMS}
+            if not any(found.values()):
+                continue
+            sample = found["tandem"] or next(r for r in found.values() if r)
+            model = sample.get("model", "mlp 64-64-10")
+            seconds = {s: (None if r.get("skipped") else r.get("seconds_per_step"))
+                       for s, r in found.items()}
+
+            def ratio(other):
+                a, b = seconds.get("tandem"), seconds.get(other)
+                return fmt_ratio(a / b) if a and b else "—"
+
+            rows.append([workload, model, fmt_cell(sample.get("batch_size"))] +
+                        [fmt_s(seconds[s]) for s in TRAINING_SYSTEMS] +
+                        [ratio("tandem_handwritten"), ratio("jax_eager"), ratio("jax_jit")])
+        lines += ["**Seconds per training step** (forward, backward, SGD update; the median of "
+                  "the rounds, waiting once per round). A ratio below 1 means tandem is faster.",
+                  ""]
+        lines += table(header, rows)
+    epochs = [r for r in records if r.get("workload") == "lenet_digits" and not r.get("skipped")]
+    if epochs:
+        rows = [[r["system"], r.get("device", "—"), r.get("model", "—"), fmt_cell(r.get("epochs")),
+                 fmt_cell(r.get("test_accuracy")), fmt_s(r.get("seconds_per_epoch")),
+                 fmt_s(r.get("first_epoch_seconds")), fmt_cell(r.get("peak_rss_mb"))]
+                for r in epochs]
+        lines += ["**lenet_digits**: training on the digits (1497 images, batch 64, SGD 0.1 with "
+                  "momentum 0.9), then the accuracy on the 300 test images. Seconds per epoch "
+                  "are the mean of the epochs after the first; peak RSS is the training "
+                  "process's (JAX's includes the Python interpreter and XLA).", ""]
+        lines += table(["system", "device", "model", "epochs", "test accuracy", "per epoch",
+                        "first epoch", "peak RSS MB"], rows)
+    skipped = [r for r in records if r.get("skipped")]
+    for r in skipped:
+        lines.append(f"- {r['workload']} / {r['system']}: skipped ({r.get('reason', '?')})")
+    if skipped:
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # --- profiler off-cost (bench/profiler_off_cost.sh) -------------------------------------------
 
 
@@ -401,6 +456,7 @@ RENDERERS = {
     "frontend": render_frontend,
     "overlap": render_overlap,
     "profiler_off": render_profiler_off,
+    "training": render_training,
 }
 
 

@@ -3,7 +3,8 @@
 #
 #   bench/run.sh engine --quick     # < 3 min on 2 cores, build included
 #   bench/run.sh engine             # the full run (~2 min on 2 quiet cores)
-#   bench/run.sh all                # engine, frontend and overlap
+#   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX
+#   bench/run.sh all                # engine, frontend, overlap and training
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
 #
 # Each suite writes bench/results/SUITE.json (its records) and bench/results/SUITE.meta.json
@@ -13,7 +14,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: bench/run.sh engine|frontend|overlap|all [--quick]" >&2
+  echo "usage: bench/run.sh engine|frontend|overlap|training|all [--quick]" >&2
   exit 2
 }
 
@@ -27,7 +28,7 @@ for arg in "$@"; do
     *) usage ;;
   esac
 done
-case $suite in engine | frontend | overlap | all) ;; *) usage ;; esac
+case $suite in engine | frontend | overlap | training | all) ;; *) usage ;; esac
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$repo/build-bench
@@ -97,6 +98,11 @@ run_suite() {
     echo "run.sh: $binary failed (exit $?); bench/results/$name.json was not updated" >&2
     return 1
   }
+  if [[ $name == training ]]; then
+    # The JAX peer, in its own virtual environment, adds its records and the targets.
+    bash "$repo/bench/training/peer_jax.sh" "$results/$name.json" "$repo/data/digits" \
+      "${quick[@]}" || echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
+  fi
   python3 "$repo/bench/report.py" --record-run "$name" \
     --command "bench/run.sh $name${quick:+ --quick}" --seconds $(($(date +%s) - started)) \
     ${BENCH_NOTE:+--note "$BENCH_NOTE"}
@@ -105,10 +111,14 @@ run_suite() {
 cd "$repo"
 ensure_packages
 configure
+# The training suite trains on the digits (git-ignored data/digits, from Debian's sklearn).
+if [[ $suite == training || $suite == all ]] && [[ ! -f $repo/data/digits/test-labels-idx1-ubyte ]]; then
+  bash "$repo/scripts/fetch-digits.sh"
+fi
 
 status=0
 if [[ $suite == all ]]; then
-  for name in engine frontend overlap; do run_suite "$name" || status=1; done
+  for name in engine frontend overlap training; do run_suite "$name" || status=1; done
 else
   run_suite "$suite" || status=1
 fi

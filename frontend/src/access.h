@@ -24,6 +24,15 @@ struct NDArrayAccess {
   }
   static const StorageRef& storage(const NDArray& array) { return array.storage_; }
   static std::int64_t offset(const NDArray& array) { return array.offset_; }
+  static const std::shared_ptr<autograd::detail::Node>& grad_node(const NDArray& array) {
+    return array.grad_node_;
+  }
+  static std::uint32_t grad_output(const NDArray& array) { return array.grad_output_; }
+  static void set_grad_node(NDArray& array, std::shared_ptr<autograd::detail::Node> node,
+                            std::uint32_t output) {
+    array.grad_node_ = std::move(node);
+    array.grad_output_ = output;
+  }
 };
 
 // Whether writing every element of `array` writes its whole storage. Views never repeat an

@@ -2,6 +2,8 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/record.h"
+#include "autograd/tape.h"
 #include "checks.h"
 #include "elementwise.h"
 #include "tandem/errors.h"
@@ -27,6 +29,7 @@ NDArray copy_as(const NDArray& source, DType dtype, Device device, const char* o
     // copyto keeps the dtype, so only the layout may need a same-device copy first.
     detail::push_transfer(dense(source), out, op);
   }
+  if (autograd::is_recording()) autograd::detail::record_copy(op, source, out);
   return out;
 }
 
@@ -68,6 +71,7 @@ void NDArray::copyto(NDArray destination) const {
                 ", the source " + shape().to_string() + "; they must match");
   }
   detail::check_same_dtype("copyto", *this, destination);
+  autograd::detail::note_in_place_write("copyto", destination, this);
   if (destination.device() != device()) return copy_between_devices(*this, destination);
   detail::check_same_place("copyto", {this, &destination});
   const NDArray source = detail::overlaps_differently(*this, destination) ? copy() : *this;
@@ -92,6 +96,7 @@ NDArray& NDArray::assign(const NDArray& source) {
     throw Error("tandem: assign: a source of shape " + source.shape().to_string() +
                 " does not broadcast to the target's shape " + shape_.to_string());
   }
+  autograd::detail::note_in_place_write("assign", *this, &source);
   const NDArray input = detail::overlaps_differently(*this, source) ? source.copy() : source;
   detail::push_copy(input, *this, "assign");
   return *this;
@@ -99,6 +104,7 @@ NDArray& NDArray::assign(const NDArray& source) {
 
 NDArray& NDArray::assign(double value) {
   detail::check_defined("assign", *this);
+  autograd::detail::note_in_place_write("assign", *this);
   detail::push_fill(*this, value, "assign");
   return *this;
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/record.h"
 #include "checks.h"
 #include "lazy_view.h"
 #include "op_push.h"
@@ -47,6 +48,7 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
     offset += array.shape()[axis];
   }
   detail::push_copies(std::move(copies), reads, out, "concat");
+  if (autograd::is_recording()) autograd::detail::record_concat(arrays, axis, out);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/record.h"
 #include "checks.h"
 #include "lazy_view.h"
 #include "op_push.h"
@@ -53,6 +54,7 @@ NDArray dot(const NDArray& a, const NDArray& b) {
   vb.layout = as_matrix(vb.layout, true);
   vc.layout = ops::contiguous_view(nullptr, out.dtype(), Shape{m, n});
   detail::push_dot(a, b, out, va, vb, vc);
+  if (autograd::is_recording()) autograd::detail::record_dot(a, b, out);
   return out;
 }
 
@@ -82,8 +84,10 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes) {
     strides[static_cast<std::size_t>(shape.ndim())] = x.strides()[static_cast<std::size_t>(a)];
     shape.push_back(x.shape()[a]);
   }
-  return detail::NDArrayAccess::make(detail::NDArrayAccess::storage(x), x.dtype(), shape, strides,
-                                     detail::NDArrayAccess::offset(x));
+  NDArray out = detail::NDArrayAccess::make(detail::NDArrayAccess::storage(x), x.dtype(), shape,
+                                            strides, detail::NDArrayAccess::offset(x));
+  if (autograd::is_recording()) autograd::detail::record_transpose(x, axes, out);
+  return out;
 }
 
 }  // namespace tandem::nd

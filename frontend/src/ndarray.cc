@@ -5,6 +5,7 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/record.h"
 #include "checks.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
@@ -88,7 +89,10 @@ NDArray NDArray::reshape(Shape shape) const {
                 std::to_string(shape.num_elements()) + " elements)");
   }
   if (!is_contiguous()) return copy().reshape(shape);
-  return NDArrayAccess::make(storage_, dtype_, shape, ops::contiguous_strides(shape), offset_);
+  NDArray out =
+      NDArrayAccess::make(storage_, dtype_, shape, ops::contiguous_strides(shape), offset_);
+  if (autograd::is_recording()) autograd::detail::record_reshape(*this, out);
+  return out;
 }
 
 NDArray NDArray::slice(std::int64_t begin, std::int64_t end, std::int64_t step) const {
@@ -108,7 +112,10 @@ NDArray NDArray::slice(std::int64_t begin, std::int64_t end, std::int64_t step) 
   Strides strides = strides_;
   shape[0] = (end - begin + step - 1) / step;
   strides[0] = strides_[0] * step;
-  return NDArrayAccess::make(storage_, dtype_, shape, strides, offset_ + begin * strides_[0]);
+  NDArray out =
+      NDArrayAccess::make(storage_, dtype_, shape, strides, offset_ + begin * strides_[0]);
+  if (autograd::is_recording()) autograd::detail::record_slice(*this, begin, step, out);
+  return out;
 }
 
 NDArray NDArray::operator[](std::int64_t index) const {
@@ -124,8 +131,10 @@ NDArray NDArray::operator[](std::int64_t index) const {
   Strides strides{};
   for (int i = 1; i < ndim(); ++i)
     strides[static_cast<std::size_t>(i - 1)] = strides_[static_cast<std::size_t>(i)];
-  return NDArrayAccess::make(storage_, dtype_, shape_.without_axis(0), strides,
-                             offset_ + index * strides_[0]);
+  NDArray out = NDArrayAccess::make(storage_, dtype_, shape_.without_axis(0), strides,
+                                    offset_ + index * strides_[0]);
+  if (autograd::is_recording()) autograd::detail::record_index(*this, index, out);
+  return out;
 }
 
 NDArray NDArray::T() const {
@@ -136,7 +145,13 @@ NDArray NDArray::T() const {
     strides[static_cast<std::size_t>(shape.ndim())] = strides_[static_cast<std::size_t>(i)];
     shape.push_back(shape_[i]);
   }
-  return NDArrayAccess::make(storage_, dtype_, shape, strides, offset_);
+  NDArray out = NDArrayAccess::make(storage_, dtype_, shape, strides, offset_);
+  if (autograd::is_recording()) {
+    std::vector<int> reversed;
+    for (int i = ndim() - 1; i >= 0; --i) reversed.push_back(i);
+    autograd::detail::record_transpose(*this, reversed, out);
+  }
+  return out;
 }
 
 void NDArray::wait_to_read() const {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/record.h"
 #include "checks.h"
 #include "op_push.h"
 #include "tandem/errors.h"
@@ -31,6 +32,7 @@ NDArray reduce_all(ReduceOp op, const NDArray& x) {
   NDArray out = detail::allocate_array(x.engine(), Shape{1}, ops::result_dtype(op, x.dtype()),
                                        x.device(), name);
   detail::push_reduce_all(op, x, out);
+  if (autograd::is_recording()) autograd::detail::record_reduce_all(op, x, out);
   return out;
 }
 
@@ -45,6 +47,7 @@ NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
   NDArray out = detail::allocate_array(x.engine(), keepdims ? kept : reduced,
                                        ops::result_dtype(op, x.dtype()), x.device(), name);
   detail::push_reduce_axis(op, x, axis, out);
+  if (autograd::is_recording()) autograd::detail::record_reduce_axis(op, x, axis, out);
   return out;
 }
 

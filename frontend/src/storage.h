@@ -53,6 +53,10 @@ struct Storage {
   // The device block's free is announced to its pool (MemoryPool::expect_free): the deleter
   // frees it with free_expected. Set before delete_var, read by the deleter.
   bool free_announced = false;
+  // Bumped by every in-place write through the front end (+=, assign, copyto into it): the
+  // autograd tape compares it with the value it saw when it saved the array for a gradient.
+  // Never reset: a saved array holds its storage, so it cannot be reused meanwhile.
+  std::atomic<std::uint32_t> write_version{0};
   alignas(64) unsigned char inline_data[kInlineBytes];
 
   // The memory, allocated on first use (concurrent readers of a never-written array may race

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <vector>
 
 #include "tandem/device.h"
@@ -32,6 +33,15 @@
 #include "tandem/ops/array_view.h"
 #include "tandem/ops/dtype.h"
 #include "tandem/ops/shape.h"
+
+namespace tandem::autograd {
+// What backward() does with an attached array's gradient: overwrite it (write), add to it
+// (add, accumulating over several backward calls), or nothing (null: no gradient).
+enum class GradReq { write, add, null };
+namespace detail {
+struct Node;
+}
+}  // namespace tandem::autograd
 
 namespace tandem::nd {
 
@@ -119,6 +129,24 @@ class NDArray {
   NDArray argmax() const;
   NDArray norm() const;
 
+  // --- autograd (see tandem/nd/autograd.h) ---------------------------------------------------
+  // Gives this handle a gradient buffer (zeros, same shape, dtype and device) and makes it a
+  // leaf of the ops recorded from now on: backward() writes (or adds) its gradient there.
+  // Floating-point arrays only. Handles copied from this one afterwards share the gradient;
+  // copies made before do not.
+  void attach_grad(autograd::GradReq req = autograd::GradReq::write);
+  // The gradient buffer of an attached array (throws tandem::Error when never attached).
+  NDArray grad() const;
+  // The same array (a handle sharing the storage) without autograd history: ops on it are not
+  // recorded through to this array.
+  NDArray detach() const;
+  // Attached (with a request other than null) or the output of a recorded op.
+  bool needs_grad() const;
+  // autograd::backward(*this, head_grad, retain_graph); a null head_grad: a one-element head
+  // whose gradient is 1.
+  void backward() const;
+  void backward(const NDArray& head_grad, bool retain_graph = false) const;
+
   // --- sync points -------------------------------------------------------------------------------
   // Blocks until every op pushed so far that writes this array has finished; rethrows its error.
   void wait_to_read() const;
@@ -154,6 +182,10 @@ class NDArray {
   Shape shape_;
   Strides strides_{};
   std::int64_t offset_ = 0;  // in elements, from the start of the storage
+  // Where the autograd tape knows this handle from: output `grad_output_` of node `grad_node_`
+  // (null when the handle has no history).
+  std::shared_ptr<autograd::detail::Node> grad_node_;
+  std::uint32_t grad_output_ = 0;
 };
 
 // Waits for the array, then prints its values and a tag, as MXNet does:

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the training suite's JAX peer (jax_peer.py) in a private virtual environment,
+# build-bench/jax-venv, made and filled with `pip install jax` on first use. When that fails
+# (no network, no venv module), the peer is recorded as skipped, with the reason, and the
+# suite's targets are still computed from tandem's records.
+#
+#   bench/training/peer_jax.sh RESULTS.json DIGITS_DIR [--quick]
+set -uo pipefail
+
+results=$1 digits=$2
+shift 2
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+venv=$repo/build-bench/jax-venv
+log=$repo/build-bench/jax-venv.log
+
+reason=""
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c "import jax" > /dev/null 2>&1; then
+  echo "peer_jax.sh: installing jax into $venv (log: $log)"
+  mkdir -p "$(dirname "$venv")"
+  if ! python3 -m venv "$venv" > "$log" 2>&1; then
+    reason="python3 -m venv failed (is python3-venv installed?): $(tail -n 1 "$log")"
+  elif ! "$venv/bin/pip" install -q jax >> "$log" 2>&1; then
+    reason="pip install jax failed (no network?): $(tail -n 1 "$log")"
+  fi
+fi
+if [[ -z $reason ]]; then
+  "$venv/bin/python" "$here/jax_peer.py" --results "$results" --digits "$digits" "$@"
+else
+  python3 "$here/jax_peer.py" --results "$results" --skip "$reason"
+fi

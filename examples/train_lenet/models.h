@@ -1,0 +1,122 @@
+// The networks train_lenet (and bench/training) can train on the digits, by name. Adding one is
+// one function and one row of models().
+//
+//   std::shared_ptr<tandem::nn::Block> net = tandem::examples::make_model("mlp");
+//
+// Every model takes a batch of images (batch, 8, 8) and returns logits (batch, 10).
+#pragma once
+
+#include <tandem/nn/nn.h>
+#include <tandem/tandem.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tandem::examples {
+
+// A multilayer perceptron: flatten, 64 hidden units (ReLU), 10 logits.
+inline std::shared_ptr<nn::Block> make_mlp() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(nn::Flatten()).add(nn::Dense(64, nn::relu)).add(nn::Dense(10));
+  return net;
+}
+
+// (batch, 8, 8) images as (batch, 1, 8, 8): one channel, for the convolutions.
+class OneChannel : public nn::Block {
+ public:
+  nd::NDArray forward(const nd::NDArray& x) override {
+    return x.ndim() == 3 ? x.reshape({x.shape()[0], 1, x.shape()[1], x.shape()[2]}) : x;
+  }
+};
+
+// LeNet for 8x8 images: Conv2D(6, 3x3, padding 1) relu -> MaxPool2D(2) -> Conv2D(16, 3x3) relu
+// -> MaxPool2D(2) -> Flatten -> Dense(10). Shapes: 1x8x8 -> 6x8x8 -> 6x4x4 -> 16x2x2 -> 16x1x1.
+inline std::shared_ptr<nn::Block> make_lenet() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Conv2D(16, 3, {.activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Flatten())
+      .add(nn::Dense(10));
+  return net;
+}
+
+// A wider LeNet: padding keeps more of the 8x8 image: 1x8x8 -> 16x8x8 -> 16x4x4 -> 32x4x4 ->
+// 32x2x2 (128 features) -> Dense(10).
+inline std::shared_ptr<nn::Block> make_lenet_wide() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(16, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Conv2D(32, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Flatten())
+      .add(nn::Dense(10));
+  return net;
+}
+
+// A residual block written as user code: out = relu(x + bn2(dense2(relu(bn1(dense1(x)))))).
+class DenseResidual : public nn::Block {
+ public:
+  explicit DenseResidual(std::int64_t width)
+      : dense1_(register_child("dense1", nn::Dense(width))),
+        bn1_(register_child("bn1", nn::BatchNorm())),
+        dense2_(register_child("dense2", nn::Dense(width))),
+        bn2_(register_child("bn2", nn::BatchNorm())) {}
+
+  nd::NDArray forward(const nd::NDArray& x) override {
+    const nd::NDArray h = nd::relu((*bn1_)((*dense1_)(x)));
+    return nd::relu(x + (*bn2_)((*dense2_)(h)));
+  }
+
+ private:
+  std::shared_ptr<nn::Dense> dense1_;
+  std::shared_ptr<nn::BatchNorm> bn1_;
+  std::shared_ptr<nn::Dense> dense2_;
+  std::shared_ptr<nn::BatchNorm> bn2_;
+};
+
+// Flatten, 64 units, two residual blocks with BatchNorm, 10 logits: the seeds' ResNet idea
+// without convolutions.
+inline std::shared_ptr<nn::Block> make_residual_mlp() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(nn::Flatten()).add(nn::Dense(64, nn::relu)).add(DenseResidual(64));
+  net->add(DenseResidual(64)).add(nn::Dense(10));
+  return net;
+}
+
+using ModelBuilder = std::function<std::shared_ptr<nn::Block>()>;
+
+// The models by name, in the order --help lists them.
+inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
+  static const std::vector<std::pair<std::string, ModelBuilder>> table = {
+      {"lenet", make_lenet},
+      {"lenet_wide", make_lenet_wide},
+      {"mlp", make_mlp},
+      {"residual_mlp", make_residual_mlp},
+  };
+  return table;
+}
+
+// "mlp, ..." for messages.
+inline std::string model_names() {
+  std::string names;
+  for (const auto& [name, builder] : models()) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+// The model called `name`, freshly built (parameters not initialized); null when there is none.
+inline std::shared_ptr<nn::Block> make_model(const std::string& name) {
+  for (const auto& [model_name, builder] : models()) {
+    if (model_name == name) return builder();
+  }
+  return nullptr;
+}
+
+}  // namespace tandem::examples

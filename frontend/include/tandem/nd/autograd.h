@@ -1,0 +1,113 @@
+// Automatic differentiation: record the ops of a computation, then push its gradient ops.
+//
+//   namespace ag = tandem::autograd;
+//   auto w = nd::random::normal({3, 2});
+//   w.attach_grad();                       // w.grad() now exists (zeros)
+//   {
+//     auto scope = ag::record();           // ops on w are recorded on this thread's tape
+//     auto loss = nd::sum(nd::square(nd::dot(x, w) - y));
+//     loss.backward();                     // pushes the gradient ops and returns at once
+//   }
+//   w -= 0.1 * w.grad();                   // queued behind the gradient ops; nothing waited
+//
+// What is recorded: while a record() scope is open on the calling thread, every op with a
+// floating-point input that needs a gradient (an array given attach_grad(), or the output of a
+// recorded op) stores a node on the tape: its inputs, the arrays its gradient reads (saved
+// handles) and a rule that builds the input gradients from the output gradient out of ordinary
+// NDArray ops. backward() walks the nodes from the head back to the attached arrays and pushes
+// those ops on the engine, on the devices of the forward ops; it never waits. Unless
+// retain_graph is true, each node's saved arrays are released as soon as its gradient ops have
+// been pushed, so their memory goes back once those ops have run.
+//
+// Not differentiable (no gradient flows through them, their outputs need no gradient):
+// comparisons, argmax, one_hot, accuracy, random draws, astype to an integer dtype. In-place
+// writes (+=, assign, copyto into an array) are not recorded: while recording, writing an array
+// that is part of the recorded graph throws tandem::Error, and so does backward() through an op
+// whose saved input was written in place after it was recorded.
+//
+// The recording state (recording, training) belongs to the calling thread: ops pushed from
+// another thread are not recorded by this thread's scope.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "tandem/nd/ndarray.h"
+
+namespace tandem::autograd {
+
+// Restores the recording and training state it found when it goes out of scope. Made by
+// record() and pause(); movable, not copyable.
+class [[nodiscard]] RecordScope {
+ public:
+  RecordScope(bool recording, bool training);
+  ~RecordScope();
+  RecordScope(RecordScope&& other) noexcept;
+  RecordScope(const RecordScope&) = delete;
+  RecordScope& operator=(const RecordScope&) = delete;
+  RecordScope& operator=(RecordScope&&) = delete;
+
+ private:
+  bool previous_recording_;
+  bool previous_training_;
+  bool active_ = true;
+};
+
+// Records the ops of this thread until the scope closes. train_mode selects the behaviour of
+// dropout and batch_norm (is_training()).
+RecordScope record(bool train_mode = true);
+// Stops recording until the scope closes (inside a record scope, e.g. to update statistics).
+RecordScope pause(bool train_mode = false);
+// A scope that only sets the training flag, recording unchanged (MXNet's train_mode /
+// predict_mode).
+RecordScope train_mode();
+RecordScope predict_mode();
+
+bool is_recording();
+bool is_training();
+
+// Pushes the gradient ops of `head` (a recorded array) with respect to every attached array it
+// depends on. head_grad is the gradient of the head (same shape, dtype and device); without one
+// the head must have one element and its gradient is 1. Throws tandem::Error, at the call, when
+// the head was not recorded, when a head of several elements has no head gradient, when the
+// graph was released by an earlier backward (pass retain_graph = true to the first), or when an
+// array saved for the gradient was written in place after it was recorded.
+void backward(const nd::NDArray& head, const nd::NDArray& head_grad = {},
+              bool retain_graph = false);
+// Several heads at once (their gradients add up): head_grads is empty or one per head (a null
+// entry: that head must have one element).
+void backward(const std::vector<nd::NDArray>& heads,
+              const std::vector<nd::NDArray>& head_grads = {}, bool retain_graph = false);
+
+// --- ops of your own ----------------------------------------------------------------------------
+// How an op outside tandem's own set gets a gradient:
+//
+//   nd::NDArray y = my_forward(x, w);
+//   if (autograd::should_record({&x, &w})) {
+//     autograd::record_op("my_op", {x, w}, {&y},
+//         [x = x.detach(), w = w.detach()](const std::vector<nd::NDArray>& dy) {
+//           return std::vector<nd::NDArray>{my_grad_x(dy[0], w), my_grad_w(dy[0], x)};
+//         });
+//   }
+//
+// The backward function runs inside backward(), with recording paused; it returns one gradient
+// per input (a null NDArray for an input without one), each with its input's shape, dtype and
+// device, built from NDArray ops (never a sync). Output gradients that nothing produced arrive
+// as zeros. Capture the arrays the gradient reads by value, detached: they are released with
+// the node.
+using BackwardFunction =
+    std::function<std::vector<nd::NDArray>(const std::vector<nd::NDArray>& output_grads)>;
+
+// True when recording is on and one of the inputs needs a gradient.
+bool should_record(std::initializer_list<const nd::NDArray*> inputs);
+bool should_record(const std::vector<nd::NDArray>& inputs);
+// Makes `outputs` (which must be floating-point) outputs of a new node whose gradient is
+// `backward`. Does nothing when should_record(inputs) is false.
+void record_op(std::string name, const std::vector<nd::NDArray>& inputs,
+               std::initializer_list<nd::NDArray*> outputs, BackwardFunction backward);
+void record_op(std::string name, const std::vector<nd::NDArray>& inputs,
+               const std::vector<nd::NDArray*>& outputs, BackwardFunction backward);
+
+}  // namespace tandem::autograd

@@ -1,0 +1,131 @@
+// Block: a piece of a network with parameters and child blocks (Gluon's Block). Layers are
+// Blocks; so are networks built from them, in user code:
+//
+//   class Residual : public nn::Block {   // out = relu(x + dense2(relu(dense1(x))))
+//    public:
+//     explicit Residual(std::int64_t width)
+//         : dense1_(register_child("dense1", nn::Dense(width, nn::relu))),
+//           dense2_(register_child("dense2", nn::Dense(width))) {}
+//     nd::NDArray forward(const nd::NDArray& x) override {
+//       return nd::relu(x + (*dense2_)((*dense1_)(x)));
+//     }
+//    private:
+//     std::shared_ptr<nn::Dense> dense1_, dense2_;
+//   };
+//
+// Names are hierarchical: a parameter's name is the path of child names to it, joined with
+// dots ("dense1.weight"; in a Sequential the children are "0", "1", ...), so that
+// collect_params() of a whole network names every parameter uniquely and save_parameters
+// writes those names.
+//
+// A Block is not copyable (its parameters are its own); it may be moved until it is
+// registered in another block.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tandem/device.h"
+#include "tandem/nd/ndarray.h"
+#include "tandem/nd/save_load.h"
+#include "tandem/nn/initializer.h"
+#include "tandem/nn/parameter.h"
+
+namespace tandem::nn {
+
+// The parameters of a block and its children, by full name, in registration order (depth
+// first).
+class ParameterDict {
+ public:
+  using Entry = std::pair<std::string, std::shared_ptr<Parameter>>;
+
+  void add(std::shared_ptr<Parameter> parameter);
+  // The parameter called `name`; throws tandem::Error listing the names there are otherwise.
+  Parameter& operator[](const std::string& name) const;
+  bool contains(const std::string& name) const;
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  std::vector<Entry>::const_iterator begin() const { return entries_.begin(); }
+  std::vector<Entry>::const_iterator end() const { return entries_.end(); }
+
+  // Parameter::initialize on each one.
+  void initialize(const Initializer& init, const std::vector<Device>& devices = {cpu()},
+                  bool force_reinit = false) const;
+  void zero_grad() const;
+  // Parameter::set_grad_req on each one.
+  void set_grad_req(GradReq grad_req) const;
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+class Block {
+ public:
+  Block() = default;
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  Block(Block&&) = default;
+  Block& operator=(Block&&) = default;
+  virtual ~Block() = default;
+
+  // The block's computation. Called with autograd recording or not; layers whose behaviour
+  // differs between training and prediction (Dropout, BatchNorm) read autograd::is_training().
+  virtual nd::NDArray forward(const nd::NDArray& x) = 0;
+  nd::NDArray operator()(const nd::NDArray& x) { return forward(x); }
+
+  // Every parameter of this block and its children.
+  ParameterDict collect_params() const;
+  // collect_params().initialize(...): Gluon's net.initialize(init, ctx).
+  void initialize(const Initializer& init = Uniform(), const std::vector<Device>& devices = {cpu()},
+                  bool force_reinit = false);
+  // Converts every parameter to `dtype` (e.g. float64 for gradient checks).
+  void cast(nd::DType dtype);
+
+  // Writes every initialized parameter's values (its first copy) to `path` with nd::save,
+  // under the parameters' full names. A sync point. Throws tandem::Error naming a parameter
+  // that is not initialized (run a forward first when its shape is deferred).
+  void save_parameters(const std::string& path) const;
+  // Loads `path` into the parameters (every copy), with nd::load_into: names, shapes and
+  // dtypes must match (tandem::Error naming the file and the parameter otherwise; nothing is
+  // written then). Parameters that are not initialized yet are created on `devices` with the
+  // file's shapes first, so a fresh network can be loaded without a forward.
+  void load_parameters(const std::string& path, const std::vector<Device>& devices = {cpu()},
+                       const nd::LoadIntoOptions& options = {});
+
+  // The direct children, by name.
+  const std::vector<std::pair<std::string, std::shared_ptr<Block>>>& children() const {
+    return children_;
+  }
+  // The block's own name prefix ("" for a network's root, "0." for a Sequential's first child).
+  const std::string& prefix() const { return prefix_; }
+
+ protected:
+  // Registers a parameter of this block under `name` (unique in the block).
+  std::shared_ptr<Parameter> register_parameter(const std::string& name, nd::Shape shape,
+                                                ParameterOptions options = {});
+  // Registers `child` under `name` (unique in the block) and returns it, now shared.
+  template <class B>
+  std::shared_ptr<B> register_child(const std::string& name, B child) {
+    auto shared = std::make_shared<B>(std::move(child));
+    adopt(name, shared);
+    return shared;
+  }
+  template <class B>
+  std::shared_ptr<B> register_child(const std::string& name, std::shared_ptr<B> child) {
+    adopt(name, child);
+    return child;
+  }
+
+ private:
+  void adopt(const std::string& name, std::shared_ptr<Block> child);
+  void set_prefix(const std::string& prefix);
+  void check_unique(const std::string& name) const;
+
+  std::string prefix_;
+  std::vector<std::pair<std::string, std::shared_ptr<Parameter>>> params_;  // local names
+  std::vector<std::pair<std::string, std::shared_ptr<Block>>> children_;
+};
+
+}  // namespace tandem::nn

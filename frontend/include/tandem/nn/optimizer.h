@@ -1,0 +1,82 @@
+// Optimizers: the update rule applied to each parameter copy (MXNet's mx.optimizer).
+//
+//   nn::SGD sgd(0.1, /*momentum=*/0.9, /*wd=*/1e-4);
+//   nn::Adam adam(1e-3);
+//
+// An update is a handful of NDArray ops on the parameter's device (engine ops, queued: nothing
+// waits). The gradient is first scaled by rescale_grad (the Trainer sets it to 1 / batch_size)
+// and weight decay added: g = rescale_grad * grad + wd * weight. Then
+//   SGD:  momentum 0: weight -= lr * g
+//         else:       mom = momentum * mom - lr * g;  weight += mom
+//   Adam: m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+//         weight -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon)
+// where t counts the updates (1 for the first).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tandem/nd/ndarray.h"
+
+namespace tandem::nn {
+
+class Optimizer {
+ public:
+  explicit Optimizer(double learning_rate, double wd = 0.0)
+      : learning_rate_(learning_rate), wd_(wd) {}
+  virtual ~Optimizer() = default;
+
+  // The state one parameter copy needs (momentum, moments), as arrays like `weight`.
+  virtual std::vector<nd::NDArray> create_state(const nd::NDArray& weight) const = 0;
+  // Queues the update of `weight` from `grad` with `state` (from create_state); `t` is the
+  // update's number, from 1.
+  virtual void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
+                      std::vector<nd::NDArray>& state) const = 0;
+  virtual std::string name() const = 0;
+
+  double learning_rate() const { return learning_rate_; }
+  void set_learning_rate(double learning_rate) { learning_rate_ = learning_rate; }
+  double wd() const { return wd_; }
+  double rescale_grad() const { return rescale_grad_; }
+  void set_rescale_grad(double rescale_grad) { rescale_grad_ = rescale_grad; }
+
+ protected:
+  // rescale_grad * grad + wd * weight (queued).
+  nd::NDArray effective_grad(const nd::NDArray& weight, const nd::NDArray& grad) const;
+
+ private:
+  double learning_rate_;
+  double wd_;
+  double rescale_grad_ = 1.0;
+};
+
+class SGD : public Optimizer {
+ public:
+  explicit SGD(double learning_rate = 0.01, double momentum = 0.0, double wd = 0.0)
+      : Optimizer(learning_rate, wd), momentum_(momentum) {}
+  std::vector<nd::NDArray> create_state(const nd::NDArray& weight) const override;
+  void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
+              std::vector<nd::NDArray>& state) const override;
+  std::string name() const override { return "sgd"; }
+  double momentum() const { return momentum_; }
+
+ private:
+  double momentum_;
+};
+
+class Adam : public Optimizer {
+ public:
+  explicit Adam(double learning_rate = 0.001, double beta1 = 0.9, double beta2 = 0.999,
+                double epsilon = 1e-8, double wd = 0.0)
+      : Optimizer(learning_rate, wd), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+  std::vector<nd::NDArray> create_state(const nd::NDArray& weight) const override;
+  void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
+              std::vector<nd::NDArray>& state) const override;
+  std::string name() const override { return "adam"; }
+
+ private:
+  double beta1_, beta2_, epsilon_;
+};
+
+}  // namespace tandem::nn

@@ -1,0 +1,102 @@
+// Parameter: a network's trainable (or tracked) array, with one copy per device it lives on
+// (Gluon's Parameter).
+//
+//   nn::Parameter w("weight", {10, 0});         // 0: not known until the first forward
+//   w.initialize(nn::Xavier(), {tandem::sim(0), tandem::sim(1)});   // deferred: shape unknown
+//   w.set_shape({10, 64});                      // what a layer does at its first forward
+//   w.data(tandem::sim(1));                     // the copy on sim(1)
+//   w.grad(tandem::sim(1));                     // its gradient (written by backward)
+//
+// Every copy starts with the same values (drawn once on the CPU, then copied) and, with a
+// grad_req other than null, has a gradient attached (autograd's attach_grad). The copies are
+// kept equal by the Trainer, which sums their gradients and applies the same update to each.
+// A parameter whose shape has an unknown (0) dimension when initialize() is called keeps the
+// initializer and devices and creates its copies when a layer calls set_shape() with the full
+// shape, which layers do at their first forward ("deferred initialization").
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tandem/device.h"
+#include "tandem/nd/autograd.h"
+#include "tandem/nd/ndarray.h"
+#include "tandem/nn/initializer.h"
+
+namespace tandem::nn {
+
+using autograd::GradReq;
+
+struct ParameterOptions {
+  nd::DType dtype = nd::float32;
+  GradReq grad_req = GradReq::write;
+  // The parameter's own initializer; null: the one passed to initialize().
+  std::shared_ptr<const Initializer> init = nullptr;
+};
+
+class Parameter {
+ public:
+  // `shape` may have dimensions 0: unknown until set_shape().
+  Parameter(std::string name, nd::Shape shape, ParameterOptions options = {});
+
+  // The full name ("0.weight" in a Sequential), set when its block is registered in another.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  const nd::Shape& shape() const { return shape_; }
+  bool shape_known() const;
+  nd::DType dtype() const { return options_.dtype; }
+  GradReq grad_req() const { return options_.grad_req; }
+
+  // Fills in the unknown dimensions. Throws tandem::Error naming the parameter and both
+  // shapes when a known dimension differs or the rank differs. Finishes a deferred
+  // initialization.
+  void set_shape(const nd::Shape& shape);
+
+  // Creates one copy on each of `devices` (distinct, present), with the values of the
+  // parameter's own initializer or else `init`. When the shape is not known yet, the
+  // creation waits for set_shape(). An initialized parameter is left alone unless
+  // `force_reinit`. Returns at once (the draws and copies are queued).
+  void initialize(const Initializer& init, const std::vector<Device>& devices = {cpu()},
+                  bool force_reinit = false);
+  // True once the copies exist (after initialize() and, if deferred, set_shape()).
+  bool initialized() const { return !data_.empty(); }
+  // True when initialize() was called but the shape is still unknown.
+  bool deferred() const { return pending_init_ != nullptr; }
+
+  // The copy on `device`. Throws tandem::Error naming the parameter when it is not
+  // initialized (call initialize), is still waiting for its shape (run a forward first), or
+  // has no copy on `device` (naming the devices it has).
+  nd::NDArray data(Device device) const;
+  // The copy of a parameter that lives on one device.
+  nd::NDArray data() const;
+  // The gradient of the copy on `device` (throws as data() does, and for grad_req null).
+  nd::NDArray grad(Device device) const;
+  std::vector<nd::NDArray> list_data() const;
+  std::vector<nd::NDArray> list_grad() const;
+  const std::vector<Device>& devices() const { return devices_; }
+
+  // Writes `value` (any device, the parameter's shape and dtype) into every copy (queued).
+  void set_data(const nd::NDArray& value);
+  // Sets every gradient to zero (queued); for grad_req add between steps.
+  void zero_grad();
+  // Changes the grad request; attaches or drops the copies' gradients accordingly.
+  void set_grad_req(GradReq grad_req);
+  // Changes the dtype; the copies, if any, are converted (queued) and their gradients
+  // re-attached.
+  void cast(nd::DType dtype);
+
+ private:
+  void create_copies(const Initializer& init);
+  void attach_gradients();
+  [[noreturn]] void throw_unavailable(const char* what) const;
+
+  std::string name_;
+  nd::Shape shape_;
+  ParameterOptions options_;
+  std::vector<Device> devices_;
+  std::vector<nd::NDArray> data_;
+  std::shared_ptr<const Initializer> pending_init_;  // set while initialization is deferred
+};
+
+}  // namespace tandem::nn

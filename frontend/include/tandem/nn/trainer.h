@@ -1,0 +1,67 @@
+// Trainer: applies an optimizer to a set of parameters (Gluon's gluon.Trainer).
+//
+//   nn::Trainer trainer(net.collect_params(), nn::SGD(0.1));
+//   for (const data::Batch& batch : loader) {
+//     nd::NDArray loss;
+//     {
+//       auto recording = autograd::record();
+//       loss = nd::softmax_cross_entropy(net(batch.data), batch.label).sum();
+//     }
+//     loss.backward();
+//     trainer.step(batch.data.shape()[0]);   // queued: nothing waits
+//   }
+//
+// step(batch_size) sets the optimizer's rescale_grad to 1 / batch_size (the loss is a sum over
+// the batch) and updates the parameters of `params` whose grad_req was not null when the
+// Trainer was made (setting one to null later freezes it). A parameter with copies on several
+// devices (data parallelism: one forward and backward per device on its part of the batch)
+// first has its gradients summed across the copies (nd::allreduce, so every copy sees the same
+// bits), then every copy gets the same update: the copies stay equal, and the step equals one
+// device's step on the whole batch. Everything is queued as engine ops.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "tandem/nn/block.h"
+#include "tandem/nn/optimizer.h"
+
+namespace tandem::nn {
+
+class Trainer {
+ public:
+  Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimizer);
+  template <std::derived_from<Optimizer> O>
+  Trainer(const ParameterDict& params, O optimizer)
+      : Trainer(params, std::make_shared<O>(std::move(optimizer))) {}
+
+  // One update of every parameter with a gradient. Throws tandem::Error (before queuing
+  // anything) when batch_size < 1 or a parameter is not initialized.
+  void step(std::int64_t batch_size);
+  // step() without the cross-device sum (each copy updated from its own gradient), for
+  // callers that reduce gradients themselves.
+  void update(std::int64_t batch_size);
+  // Sums each parameter's gradients across its copies (what step does first).
+  void allreduce_grads();
+
+  Optimizer& optimizer() const { return *optimizer_; }
+  double learning_rate() const { return optimizer_->learning_rate(); }
+  void set_learning_rate(double learning_rate) { optimizer_->set_learning_rate(learning_rate); }
+  long steps() const { return steps_; }
+
+ private:
+  struct Slot {
+    std::shared_ptr<Parameter> parameter;
+    std::vector<std::vector<nd::NDArray>> states;  // one per copy, created at the first update
+  };
+  void check_ready(std::int64_t batch_size) const;
+
+  std::vector<Slot> slots_;
+  std::shared_ptr<Optimizer> optimizer_;
+  long steps_ = 0;
+};
+
+}  // namespace tandem::nn

@@ -1,0 +1,193 @@
+// backward(): walks the recorded graph from the heads and pushes the gradient ops.
+//
+// The walk is front-end work only: it orders the nodes (reverse post-order of a depth-first
+// search from the heads, so every node comes after all the nodes that consume its outputs),
+// then calls each node's rule once the gradients of all its outputs are summed. Rules build
+// their results from NDArray ops, which queue and return, so nothing here waits for the
+// engine. A node's rule and saved arrays are dropped right after its rule ran (unless
+// retain_graph): the arrays' memory is freed once the ops that read them have finished.
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "../access.h"
+#include "../checks.h"
+#include "tandem/errors.h"
+#include "tandem/nd/creation.h"
+#include "tandem/nd/elementwise.h"
+#include "tape.h"
+
+namespace tandem::autograd {
+
+using nd::NDArray;
+using nd::detail::NDArrayAccess;
+
+namespace {
+
+using detail::Node;
+
+NDArray zeros_for(const detail::OutputInfo& info) {
+  NDArray zeros =
+      nd::detail::allocate_array(*info.engine, info.shape, info.dtype, info.device, "backward");
+  zeros.assign(0.0);
+  return zeros;
+}
+
+std::string released_message(const Node& node) {
+  return "tandem: backward: the graph through op '" + node.name +
+         "' was released by an earlier backward (its saved arrays are gone); pass "
+         "retain_graph = true to the first backward to run backward through it again";
+}
+
+// Nodes reachable from the heads, each after every node that reads its outputs.
+std::vector<std::shared_ptr<Node>> topological_order(const std::vector<NDArray>& heads) {
+  std::vector<std::shared_ptr<Node>> post_order;
+  std::unordered_set<const Node*> visited;
+  struct Frame {
+    std::shared_ptr<Node> node;
+    std::size_t next_input = 0;
+  };
+  std::vector<Frame> stack;
+  for (const NDArray& head : heads) {
+    const auto& root = NDArrayAccess::grad_node(head);
+    if (!visited.insert(root.get()).second) continue;
+    stack.push_back(Frame{root});
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      if (frame.node->released) throw Error(released_message(*frame.node));
+      if (frame.next_input < frame.node->inputs.size()) {
+        const auto& input = frame.node->inputs[frame.next_input++].node;
+        if (input != nullptr && visited.insert(input.get()).second) stack.push_back(Frame{input});
+        continue;
+      }
+      post_order.push_back(std::move(frame.node));
+      stack.pop_back();
+    }
+  }
+  return {post_order.rbegin(), post_order.rend()};
+}
+
+void check_saved(const Node& node) {
+  for (const detail::SavedArray& saved : node.saved) {
+    const auto now =
+        NDArrayAccess::storage(saved.array)->write_version.load(std::memory_order_relaxed);
+    if (now != saved.version) {
+      throw Error("tandem: backward: an array of shape " + saved.array.shape().to_string() +
+                  " that op '" + node.name +
+                  "' saved for its gradient was written in place after the op was recorded; "
+                  "its gradient would be wrong. Write into a copy instead");
+    }
+  }
+}
+
+void accumulate(NDArray& slot, NDArray gradient) {
+  slot = slot.defined() ? nd::add(slot, gradient) : std::move(gradient);
+}
+
+void deliver_to_leaf(Node& leaf, const NDArray& gradient) {
+  if (leaf.request == GradReq::null) return;
+  if (leaf.request == GradReq::add) {
+    leaf.grad += gradient;
+  } else {
+    leaf.grad.assign(gradient);
+  }
+}
+
+}  // namespace
+
+void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& head_grads,
+              bool retain_graph) {
+  if (heads.empty()) throw Error("tandem: backward: no heads given");
+  if (!head_grads.empty() && head_grads.size() != heads.size()) {
+    throw Error("tandem: backward: " + std::to_string(heads.size()) + " heads but " +
+                std::to_string(head_grads.size()) + " head gradients (give none or one per head)");
+  }
+  // The gradient ops are not recorded themselves.
+  const RecordScope paused = pause(is_training());
+  std::unordered_map<const Node*, std::vector<NDArray>> gradients;
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    const NDArray& head = heads[i];
+    nd::detail::check_defined("backward", head);
+    if (!detail::needs_grad(head)) {
+      throw Error("tandem: backward: the head (shape " + head.shape().to_string() +
+                  ") does not depend on any array with attach_grad() through ops recorded "
+                  "inside autograd::record(); nothing to differentiate");
+    }
+    NDArray head_grad = head_grads.empty() ? NDArray() : head_grads[i];
+    if (head_grad.defined()) {
+      if (!(head_grad.shape() == head.shape()) || head_grad.dtype() != head.dtype() ||
+          head_grad.device() != head.device()) {
+        throw Error("tandem: backward: the head gradient (shape " + head_grad.shape().to_string() +
+                    ", " + dtype_name(head_grad.dtype()) + ", " + to_string(head_grad.device()) +
+                    ") must match the head (shape " + head.shape().to_string() + ", " +
+                    dtype_name(head.dtype()) + ", " + to_string(head.device()) + ")");
+      }
+      head_grad = head_grad.detach();
+    } else {
+      if (head.size() != 1) {
+        throw Error("tandem: backward: the head has shape " + head.shape().to_string() + " (" +
+                    std::to_string(head.size()) +
+                    " elements); backward without a head gradient needs a one-element head "
+                    "(sum it, or pass head_grad)");
+      }
+      head_grad = nd::ones_like(head.detach());
+    }
+    const auto& node = NDArrayAccess::grad_node(head);
+    auto& slots = gradients[node.get()];
+    slots.resize(node->outputs.size());
+    accumulate(slots[NDArrayAccess::grad_output(head)], head_grad);
+  }
+
+  const std::vector<std::shared_ptr<Node>> order = topological_order(heads);
+  for (const auto& node : order) check_saved(*node);
+
+  for (const auto& node : order) {
+    auto found = gradients.find(node.get());
+    if (found == gradients.end()) continue;  // every path to it carried no gradient
+    std::vector<NDArray> output_grads = std::move(found->second);
+    gradients.erase(found);
+    if (node->leaf) {
+      deliver_to_leaf(*node, output_grads[0]);
+      continue;
+    }
+    for (std::size_t i = 0; i < output_grads.size(); ++i)
+      if (!output_grads[i].defined()) output_grads[i] = zeros_for(node->outputs[i]);
+    std::vector<NDArray> input_grads = node->backward(output_grads);
+    output_grads.clear();
+    if (input_grads.size() != node->inputs.size()) {
+      throw Error("tandem: backward: the gradient rule of op '" + node->name + "' returned " +
+                  std::to_string(input_grads.size()) + " gradients for " +
+                  std::to_string(node->inputs.size()) + " inputs");
+    }
+    for (std::size_t i = 0; i < input_grads.size(); ++i) {
+      const detail::Edge& edge = node->inputs[i];
+      if (edge.node == nullptr || !input_grads[i].defined()) continue;
+      const detail::OutputInfo& expected = edge.node->outputs[edge.output];
+      if (!(input_grads[i].shape() == expected.shape) || input_grads[i].dtype() != expected.dtype ||
+          input_grads[i].device() != expected.device) {
+        throw Error("tandem: backward: the gradient rule of op '" + node->name +
+                    "' returned for input " + std::to_string(i) + " an array of shape " +
+                    input_grads[i].shape().to_string() + " (" + dtype_name(input_grads[i].dtype()) +
+                    ", " + to_string(input_grads[i].device()) + "); the input has shape " +
+                    expected.shape.to_string() + " (" + dtype_name(expected.dtype) + ", " +
+                    to_string(expected.device) + ")");
+      }
+      auto& slots = gradients[edge.node.get()];
+      slots.resize(edge.node->outputs.size());
+      accumulate(slots[edge.output], std::move(input_grads[i]));
+    }
+    if (!retain_graph) {
+      node->backward = nullptr;
+      node->saved.clear();
+      node->inputs.clear();
+      node->released = true;
+    }
+  }
+}
+
+void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) {
+  backward(std::vector<NDArray>{head}, std::vector<NDArray>{head_grad}, retain_graph);
+}
+
+}  // namespace tandem::autograd

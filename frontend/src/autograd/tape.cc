@@ -1,0 +1,234 @@
+// Recording: the thread's mode, the scopes, and how ops add nodes to the tape.
+#include "tape.h"
+
+#include <string>
+#include <utility>
+
+#include "../access.h"
+#include "../checks.h"
+#include "tandem/errors.h"
+#include "tandem/nd/creation.h"
+
+namespace tandem::autograd {
+
+using nd::NDArray;
+using nd::detail::NDArrayAccess;
+
+namespace detail {
+
+ThreadState& thread_state() {
+  thread_local ThreadState state;
+  return state;
+}
+
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> orphans;
+  const auto adopt = [&orphans](std::vector<Edge>& edges) {
+    for (Edge& edge : edges)
+      if (edge.node != nullptr && edge.node.use_count() == 1)
+        orphans.push_back(std::move(edge.node));
+    edges.clear();
+  };
+  adopt(inputs);
+  while (!orphans.empty()) {
+    std::shared_ptr<Node> node = std::move(orphans.back());
+    orphans.pop_back();
+    adopt(node->inputs);  // node now holds no input alone: destroying it recurses no further
+  }
+}
+
+bool needs_grad(const NDArray& array) {
+  const auto& node = NDArrayAccess::grad_node(array);
+  return node != nullptr && !(node->leaf && node->request == GradReq::null);
+}
+
+NDArray Saver::operator()(const NDArray& array) {
+  NDArray detached = array.detach();
+  const std::uint32_t version =
+      NDArrayAccess::storage(detached)->write_version.load(std::memory_order_relaxed);
+  saved_.push_back(SavedArray{detached, version});
+  return detached;
+}
+
+void record_node(std::string name, const std::vector<NDArray>& inputs,
+                 const std::vector<NDArray*>& outputs, std::vector<SavedArray> saved,
+                 BackwardFunction backward) {
+  auto node = std::make_shared<Node>();
+  node->name = std::move(name);
+  node->inputs.reserve(inputs.size());
+  for (const NDArray& input : inputs) {
+    if (needs_grad(input)) {
+      node->inputs.push_back(
+          Edge{NDArrayAccess::grad_node(input), NDArrayAccess::grad_output(input)});
+    } else {
+      node->inputs.push_back(Edge{});
+    }
+  }
+  node->outputs.reserve(outputs.size());
+  for (const NDArray* output : outputs) {
+    nd::detail::check_defined(node->name.c_str(), *output);
+    if (!ops::is_floating(output->dtype())) {
+      throw Error("tandem: autograd: op '" + node->name + "' has an output of dtype " +
+                  dtype_name(output->dtype()) +
+                  "; only floating-point outputs can be recorded for gradients");
+    }
+    node->outputs.push_back(
+        OutputInfo{output->shape(), output->dtype(), output->device(), &output->engine()});
+  }
+  node->saved = std::move(saved);
+  node->backward = std::move(backward);
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    NDArrayAccess::set_grad_node(*outputs[i], node, static_cast<std::uint32_t>(i));
+}
+
+void note_in_place_write(const char* op, const NDArray& target, const NDArray* source) {
+  if (!target.defined()) return;
+  if (thread_state().recording && source != nullptr && needs_grad(*source)) {
+    throw Error(std::string("tandem: ") + op + ": writing an array that needs a gradient (shape " +
+                source->shape().to_string() +
+                ") in place into another array while recording; "
+                "in-place writes are not recorded, so no gradient would flow back. Use a "
+                "function that returns a new array, or write source.detach() on purpose");
+  }
+  // A null-request leaf has no gradient to protect (the write-version check still guards a
+  // saved use of it).
+  if (thread_state().recording && needs_grad(target)) {
+    throw Error(std::string("tandem: ") + op + ": writing in place into an array of shape " +
+                target.shape().to_string() +
+                " that is part of the recorded graph (attached, or computed by a recorded op) "
+                "while recording; gradients cannot flow through in-place writes. Write into a "
+                "new array, or into x.detach() inside autograd::pause()");
+  }
+  NDArrayAccess::storage(target)->write_version.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace detail
+
+RecordScope::RecordScope(bool recording, bool training)
+    : previous_recording_(detail::thread_state().recording),
+      previous_training_(detail::thread_state().training) {
+  detail::thread_state().recording = recording;
+  detail::thread_state().training = training;
+}
+
+RecordScope::RecordScope(RecordScope&& other) noexcept
+    : previous_recording_(other.previous_recording_),
+      previous_training_(other.previous_training_),
+      active_(std::exchange(other.active_, false)) {}
+
+RecordScope::~RecordScope() {
+  if (!active_) return;
+  detail::thread_state().recording = previous_recording_;
+  detail::thread_state().training = previous_training_;
+}
+
+RecordScope record(bool train_mode) {
+  return RecordScope(true, train_mode);
+}
+RecordScope pause(bool train_mode) {
+  return RecordScope(false, train_mode);
+}
+RecordScope train_mode() {
+  return RecordScope(detail::thread_state().recording, true);
+}
+RecordScope predict_mode() {
+  return RecordScope(detail::thread_state().recording, false);
+}
+
+bool is_recording() {
+  return detail::thread_state().recording;
+}
+bool is_training() {
+  return detail::thread_state().training;
+}
+
+bool should_record(std::initializer_list<const NDArray*> inputs) {
+  if (!detail::thread_state().recording) return false;
+  for (const NDArray* input : inputs)
+    if (input != nullptr && detail::needs_grad(*input)) return true;
+  return false;
+}
+
+bool should_record(const std::vector<NDArray>& inputs) {
+  if (!detail::thread_state().recording) return false;
+  for (const NDArray& input : inputs)
+    if (detail::needs_grad(input)) return true;
+  return false;
+}
+
+void record_op(std::string name, const std::vector<NDArray>& inputs,
+               const std::vector<NDArray*>& outputs, BackwardFunction backward) {
+  if (!should_record(inputs)) return;
+  if (!backward) throw Error("tandem: autograd::record_op('" + name + "'): no backward function");
+  detail::record_node(std::move(name), inputs, outputs, {}, std::move(backward));
+}
+
+void record_op(std::string name, const std::vector<NDArray>& inputs,
+               std::initializer_list<NDArray*> outputs, BackwardFunction backward) {
+  record_op(std::move(name), inputs, std::vector<NDArray*>(outputs), std::move(backward));
+}
+
+}  // namespace tandem::autograd
+
+namespace tandem::nd {
+
+void NDArray::attach_grad(autograd::GradReq req) {
+  detail::check_defined("attach_grad", *this);
+  if (!ops::is_floating(dtype_)) {
+    throw Error(std::string("tandem: attach_grad: gradients need a floating-point array; this one "
+                            "is ") +
+                dtype_name(dtype_) + " (shape " + shape_.to_string() + "); astype(float32) first");
+  }
+  if (req != autograd::GradReq::write && req != autograd::GradReq::add &&
+      req != autograd::GradReq::null) {
+    throw Error("tandem: attach_grad: " + std::to_string(static_cast<int>(req)) +
+                " is not a GradReq (write, add or null)");
+  }
+  auto node = std::make_shared<autograd::detail::Node>();
+  node->name = "variable";
+  node->leaf = true;
+  node->request = req;
+  node->outputs.push_back(autograd::detail::OutputInfo{shape_, dtype_, device(), &engine()});
+  if (req != autograd::GradReq::null) {
+    NDArray buffer = detail::allocate_array(engine(), shape_, dtype_, device(), "attach_grad");
+    buffer.assign(0.0);
+    node->grad = buffer;
+  }
+  grad_node_ = std::move(node);
+  grad_output_ = 0;
+}
+
+NDArray NDArray::grad() const {
+  detail::check_defined("grad", *this);
+  if (grad_node_ == nullptr || !grad_node_->leaf) {
+    throw Error("tandem: grad: this array (shape " + shape_.to_string() +
+                ") has no gradient buffer: call attach_grad() on it (before recording the ops "
+                "that use it)");
+  }
+  if (grad_node_->request == autograd::GradReq::null) {
+    throw Error("tandem: grad: this array (shape " + shape_.to_string() +
+                ") was attached with GradReq::null: it has no gradient");
+  }
+  return grad_node_->grad;
+}
+
+NDArray NDArray::detach() const {
+  NDArray detached = *this;
+  detached.grad_node_.reset();
+  detached.grad_output_ = 0;
+  return detached;
+}
+
+bool NDArray::needs_grad() const {
+  return autograd::detail::needs_grad(*this);
+}
+
+void NDArray::backward() const {
+  autograd::backward(*this);
+}
+
+void NDArray::backward(const NDArray& head_grad, bool retain_graph) const {
+  autograd::backward(*this, head_grad, retain_graph);
+}
+
+}  // namespace tandem::nd

@@ -1,0 +1,98 @@
+// The autograd tape: nodes recorded by ops while recording, walked by backward().
+//
+// A recorded array's handle points at (node, output index). A node holds edges to the nodes of
+// its inputs (null for an input that needs no gradient), what backward needs to know about its
+// outputs, the handles its gradient rule reads (`saved`, with the write version each had when
+// it was recorded) and the rule itself. Leaves are the nodes of attached arrays: no inputs, a
+// gradient buffer and a request.
+//
+// Ownership runs from outputs to inputs only (an array owns its node, a node owns its input
+// nodes), so the graph dies with the last array that can reach it. The rule and the saved
+// handles are dropped as soon as backward has pushed the node's gradient ops (unless
+// retain_graph): a node that has been through backward is `released` and cannot be walked
+// again.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tandem/nd/autograd.h"
+#include "tandem/nd/ndarray.h"
+
+namespace tandem::autograd::detail {
+
+struct Node;
+
+struct Edge {
+  std::shared_ptr<Node> node;  // null: the input needs no gradient
+  std::uint32_t output = 0;
+};
+
+struct OutputInfo {
+  nd::Shape shape;
+  nd::DType dtype = nd::DType::float32;
+  Device device;
+  Engine* engine = nullptr;
+};
+
+struct SavedArray {
+  nd::NDArray array;
+  std::uint32_t version = 0;
+};
+
+struct Node {
+  Node() = default;
+  // Releases the nodes it alone holds one after the other, not recursively: a chain of a
+  // million recorded ops must not overflow the stack when its last array goes.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  std::string name;
+  std::vector<Edge> inputs;
+  std::vector<OutputInfo> outputs;
+  std::vector<SavedArray> saved;
+  BackwardFunction backward;
+  bool released = false;
+  // Leaves only.
+  bool leaf = false;
+  GradReq request = GradReq::write;
+  nd::NDArray grad;
+};
+
+// The recording state of the calling thread.
+struct ThreadState {
+  bool recording = false;
+  bool training = false;
+};
+ThreadState& thread_state();
+
+// Whether `array` needs a gradient: it has a node that is not a null-request leaf.
+bool needs_grad(const nd::NDArray& array);
+
+// Arrays a gradient rule reads: detached handles, remembered with their write version so that
+// backward can refuse to use one that was written in place since.
+class Saver {
+ public:
+  nd::NDArray operator()(const nd::NDArray& array);
+  std::vector<SavedArray> take() { return std::move(saved_); }
+
+ private:
+  std::vector<SavedArray> saved_;
+};
+
+// Records a node (the caller checked should_record). Output handles get their history; they
+// must be floating-point.
+void record_node(std::string name, const std::vector<nd::NDArray>& inputs,
+                 const std::vector<nd::NDArray*>& outputs, std::vector<SavedArray> saved,
+                 BackwardFunction backward);
+
+// Throws tandem::Error when recording and `target` (being written in place by `op`) is part of
+// the recorded graph, or `source` (what is written, when given) needs a gradient: in-place
+// writes are not recorded. Bumps the target's write version.
+void note_in_place_write(const char* op, const nd::NDArray& target,
+                         const nd::NDArray* source = nullptr);
+
+}  // namespace tandem::autograd::detail

@@ -1,0 +1,164 @@
+// Block: registration, hierarchical names, parameters, saving and loading.
+#include "tandem/nn/block.h"
+
+#include <algorithm>
+
+#include "tandem/errors.h"
+
+namespace tandem::nn {
+
+void ParameterDict::add(std::shared_ptr<Parameter> parameter) {
+  const std::string name = parameter->name();
+  if (contains(name)) {
+    // The same parameter reached twice (a block shared between two parents) is listed once.
+    if (&(*this)[name] == parameter.get()) return;
+    throw Error("tandem: collect_params: two different parameters are called '" + name + "'");
+  }
+  entries_.emplace_back(name, std::move(parameter));
+}
+
+bool ParameterDict::contains(const std::string& name) const {
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [&](const Entry& entry) { return entry.first == name; });
+}
+
+Parameter& ParameterDict::operator[](const std::string& name) const {
+  for (const Entry& entry : entries_) {
+    if (entry.first == name) return *entry.second;
+  }
+  std::string names;
+  for (const Entry& entry : entries_) names += (names.empty() ? "" : ", ") + entry.first;
+  throw Error("tandem: ParameterDict: no parameter called '" + name +
+              "' (there are: " + (names.empty() ? std::string("none") : names) + ")");
+}
+
+void ParameterDict::initialize(const Initializer& init, const std::vector<Device>& devices,
+                               bool force_reinit) const {
+  for (const Entry& entry : entries_) entry.second->initialize(init, devices, force_reinit);
+}
+
+void ParameterDict::zero_grad() const {
+  for (const Entry& entry : entries_) entry.second->zero_grad();
+}
+
+void ParameterDict::set_grad_req(GradReq grad_req) const {
+  for (const Entry& entry : entries_) entry.second->set_grad_req(grad_req);
+}
+
+ParameterDict Block::collect_params() const {
+  ParameterDict dict;
+  for (const auto& [name, parameter] : params_) dict.add(parameter);
+  for (const auto& [name, child] : children_) {
+    for (const ParameterDict::Entry& entry : child->collect_params()) dict.add(entry.second);
+  }
+  return dict;
+}
+
+void Block::initialize(const Initializer& init, const std::vector<Device>& devices,
+                       bool force_reinit) {
+  collect_params().initialize(init, devices, force_reinit);
+}
+
+void Block::cast(nd::DType dtype) {
+  for (const ParameterDict::Entry& entry : collect_params()) entry.second->cast(dtype);
+}
+
+void Block::check_unique(const std::string& name) const {
+  if (name.empty() || name.find('.') != std::string::npos) {
+    throw Error("tandem: Block: the name '" + name +
+                "' is empty or holds a '.' (dots join the names of nested blocks)");
+  }
+  const auto taken = [&](const auto& entries) {
+    return std::any_of(entries.begin(), entries.end(),
+                       [&](const auto& entry) { return entry.first == name; });
+  };
+  if (taken(params_) || taken(children_)) {
+    throw Error("tandem: Block '" + prefix_ + "': the name '" + name +
+                "' is already taken by a parameter or a child of this block");
+  }
+}
+
+std::shared_ptr<Parameter> Block::register_parameter(const std::string& name, nd::Shape shape,
+                                                     ParameterOptions options) {
+  check_unique(name);
+  auto parameter = std::make_shared<Parameter>(prefix_ + name, shape, std::move(options));
+  params_.emplace_back(name, parameter);
+  return parameter;
+}
+
+void Block::adopt(const std::string& name, std::shared_ptr<Block> child) {
+  check_unique(name);
+  if (!child) throw Error("tandem: Block: register_child('" + name + "') of a null block");
+  child->set_prefix(prefix_ + name + ".");
+  children_.emplace_back(name, std::move(child));
+}
+
+void Block::set_prefix(const std::string& prefix) {
+  prefix_ = prefix;
+  for (auto& [name, parameter] : params_) parameter->set_name(prefix_ + name);
+  for (auto& [name, child] : children_) child->set_prefix(prefix_ + name + ".");
+}
+
+void Block::save_parameters(const std::string& path) const {
+  nd::NamedArrays arrays;
+  for (const ParameterDict::Entry& entry : collect_params()) {
+    const Parameter& parameter = *entry.second;
+    if (!parameter.initialized()) {
+      throw Error("tandem: save_parameters('" + path + "'): the parameter '" + entry.first +
+                  "' is not initialized" +
+                  (parameter.deferred() ? " (its shape is inferred at the first forward: run "
+                                          "the network once first)"
+                                        : " (call initialize first)"));
+    }
+    arrays.emplace_back(entry.first, parameter.list_data().front());
+  }
+  nd::save(path, arrays);
+}
+
+void Block::load_parameters(const std::string& path, const std::vector<Device>& devices,
+                            const nd::LoadIntoOptions& options) {
+  const ParameterDict params = collect_params();
+  // Parameters not created yet are created on `devices` with the file's shapes.
+  const nd::NamedArrays file = nd::load(path);
+  for (const ParameterDict::Entry& entry : params) {
+    Parameter& parameter = *entry.second;
+    if (parameter.initialized()) continue;
+    const auto found = std::find_if(file.begin(), file.end(),
+                                    [&](const auto& named) { return named.first == entry.first; });
+    if (found == file.end()) continue;  // load_into below reports it (or allows it)
+    const nd::Shape& shape = found->second.shape();
+    bool fits = shape.ndim() == parameter.shape().ndim();
+    for (int axis = 0; fits && axis < shape.ndim(); ++axis) {
+      fits = parameter.shape()[axis] == 0 || parameter.shape()[axis] == shape[axis];
+    }
+    if (!fits) {
+      throw Error("tandem: load_parameters('" + path + "'): the array '" + entry.first +
+                  "' has shape " + shape.to_string() + " but the parameter has shape " +
+                  parameter.shape().to_string() + "; was the file saved from another network?");
+    }
+    parameter.initialize(Zeros(), devices, /*force_reinit=*/true);
+    parameter.set_shape(shape);
+  }
+  // The first copies take the file's values (load_into checks everything before writing);
+  // the other copies are copied from them.
+  nd::NamedArrays targets;
+  for (const ParameterDict::Entry& entry : params) {
+    if (entry.second->initialized()) {
+      targets.emplace_back(entry.first, entry.second->list_data().front());
+    } else if (!options.allow_missing) {
+      throw Error("tandem: load_parameters('" + path + "'): the file has no array '" + entry.first +
+                  "' for the parameter of that name (and the parameter is not "
+                  "initialized); the file holds " +
+                  std::to_string(file.size()) + " arrays");
+    }
+  }
+  auto paused = autograd::pause();
+  nd::load_into(path, targets, options);
+  for (const ParameterDict::Entry& entry : params) {
+    if (!entry.second->initialized()) continue;
+    const std::vector<nd::NDArray> copies = entry.second->list_data();
+    for (std::size_t i = 1; i < copies.size(); ++i) copies.front().copyto(copies[i]);
+  }
+}
+
+}  // namespace tandem::nn

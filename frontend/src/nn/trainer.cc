@@ -1,0 +1,70 @@
+// Trainer: cross-device gradient sums and the optimizer's update on every copy.
+#include "tandem/nn/trainer.h"
+
+#include "tandem/errors.h"
+#include "tandem/nd/autograd.h"
+#include "tandem/nd/multi_device.h"
+
+namespace tandem::nn {
+
+Trainer::Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimizer)
+    : optimizer_(std::move(optimizer)) {
+  if (!optimizer_) throw Error("tandem: Trainer: a null optimizer");
+  for (const ParameterDict::Entry& entry : params) {
+    if (entry.second->grad_req() == GradReq::null) continue;
+    slots_.push_back(Slot{entry.second, {}});
+  }
+}
+
+void Trainer::check_ready(std::int64_t batch_size) const {
+  if (batch_size < 1) {
+    throw Error("tandem: Trainer::step: batch_size must be >= 1, got " +
+                std::to_string(batch_size));
+  }
+  for (const Slot& slot : slots_) {
+    if (slot.parameter->initialized()) continue;
+    throw Error("tandem: Trainer::step: the parameter '" + slot.parameter->name() +
+                "' is not initialized" +
+                (slot.parameter->deferred()
+                     ? std::string(" (its shape is inferred at the first forward: run a forward "
+                                   "and backward before stepping)")
+                     : std::string(" (call initialize on the network)")));
+  }
+}
+
+void Trainer::allreduce_grads() {
+  auto paused = autograd::pause();
+  for (Slot& slot : slots_) {
+    if (slot.parameter->grad_req() == GradReq::null) continue;
+    if (slot.parameter->devices().size() > 1) nd::allreduce(slot.parameter->list_grad());
+  }
+}
+
+void Trainer::step(std::int64_t batch_size) {
+  check_ready(batch_size);
+  allreduce_grads();
+  update(batch_size);
+}
+
+void Trainer::update(std::int64_t batch_size) {
+  check_ready(batch_size);
+  auto paused = autograd::pause();
+  optimizer_->set_rescale_grad(1.0 / static_cast<double>(batch_size));
+  ++steps_;
+  for (Slot& slot : slots_) {
+    if (slot.parameter->grad_req() == GradReq::null) continue;  // frozen since construction
+    std::vector<nd::NDArray> weights = slot.parameter->list_data();
+    const std::vector<nd::NDArray> grads = slot.parameter->list_grad();
+    if (slot.states.size() != weights.size()) {
+      slot.states.clear();
+      for (const nd::NDArray& weight : weights) {
+        slot.states.push_back(optimizer_->create_state(weight));
+      }
+    }
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      optimizer_->update(steps_, weights[i], grads[i], slot.states[i]);
+    }
+  }
+}
+
+}  // namespace tandem::nn

@@ -1,0 +1,107 @@
+// Direct-loop references for convolution and pooling: one output element at a time, exactly as
+// the definitions in tandem/nd/convolution.h and tandem/nd/pooling.h read. Each value comes
+// with the sum of the magnitudes it added, for a rounding tolerance.
+#pragma once
+
+#include <limits>
+
+#include "frontend_test_util.h"
+
+namespace tandem::testing {
+
+struct Reference {
+  Host values;
+  std::vector<double> magnitude;  // sum of |terms| per output element
+};
+
+inline Reference reference_conv2d(const Host& x, const Host& w, const Host* bias,
+                                  const nd::Conv2dOptions& o) {
+  const std::int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const std::int64_t O = w.shape[0], Cg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  const Shape out = nd::conv2d_output_shape(x.shape, w.shape, o);
+  const std::int64_t OH = out[2], OW = out[3], Og = O / o.groups;
+  Reference r{Host{out, std::vector<double>(static_cast<std::size_t>(out.num_elements()))},
+              std::vector<double>(static_cast<std::size_t>(out.num_elements()))};
+  for (std::int64_t n = 0; n < N; ++n) {
+    for (std::int64_t k = 0; k < O; ++k) {
+      const std::int64_t c0 = (k / Og) * Cg;
+      for (std::int64_t oh = 0; oh < OH; ++oh) {
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          double sum = bias != nullptr ? bias->at(k) : 0.0, magnitude = std::fabs(sum);
+          for (std::int64_t c = 0; c < Cg; ++c) {
+            for (std::int64_t kh = 0; kh < KH; ++kh) {
+              for (std::int64_t kw = 0; kw < KW; ++kw) {
+                const std::int64_t ih = oh * o.stride.h - o.padding.h + kh * o.dilation.h;
+                const std::int64_t iw = ow * o.stride.w - o.padding.w + kw * o.dilation.w;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const double term = x.at(((n * C + c0 + c) * H + ih) * W + iw) *
+                                    w.at(((k * Cg + c) * KH + kh) * KW + kw);
+                sum += term;
+                magnitude += std::fabs(term);
+              }
+            }
+          }
+          const auto i = static_cast<std::size_t>(((n * O + k) * OH + oh) * OW + ow);
+          r.values.values[i] = sum;
+          r.magnitude[i] = magnitude;
+        }
+      }
+    }
+  }
+  return r;
+}
+
+inline Reference reference_pool2d(const Host& x, const nd::Pool2dOptions& o, bool max) {
+  const std::int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const Shape out = nd::pool2d_output_shape(x.shape, o);
+  const nd::Size2d stride{o.stride.h == 0 ? o.kernel.h : o.stride.h,
+                          o.stride.w == 0 ? o.kernel.w : o.stride.w};
+  Reference r{Host{out, std::vector<double>(static_cast<std::size_t>(out.num_elements()))},
+              std::vector<double>(static_cast<std::size_t>(out.num_elements()))};
+  std::size_t i = 0;
+  for (std::int64_t p = 0; p < N * C; ++p) {
+    for (std::int64_t oh = 0; oh < out[2]; ++oh) {
+      for (std::int64_t ow = 0; ow < out[3]; ++ow, ++i) {
+        double best = -std::numeric_limits<double>::infinity(), sum = 0, magnitude = 0;
+        std::int64_t inside = 0;
+        for (std::int64_t kh = 0; kh < o.kernel.h; ++kh) {
+          for (std::int64_t kw = 0; kw < o.kernel.w; ++kw) {
+            const std::int64_t ih = oh * stride.h - o.padding.h + kh;
+            const std::int64_t iw = ow * stride.w - o.padding.w + kw;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            const double v = x.at((p * H + ih) * W + iw);
+            best = std::max(best, v);
+            sum += v;
+            magnitude += std::fabs(v);
+            ++inside;
+          }
+        }
+        const double divisor =
+            static_cast<double>(o.count_include_pad ? o.kernel.h * o.kernel.w : inside);
+        r.values.values[i] = max ? best : sum / divisor;
+        r.magnitude[i] = max ? std::fabs(best) : magnitude / divisor;
+      }
+    }
+  }
+  return r;
+}
+
+// CHECKs shape and values: |got - expected| <= eps(dtype) * terms * magnitude (+ a tiny floor).
+inline void check_reference(const NDArray& actual, const Reference& expected, double terms,
+                            const std::string& what) {
+  INFO(what);
+  REQUIRE(actual.shape().to_string() == expected.values.shape.to_string());
+  const auto got = actual.to_vector<double>();
+  const double eps = actual.dtype() == nd::float32 ? 1.2e-7 : 2.3e-16;
+  int bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double tolerance = 4 * eps * (terms + 2) * (expected.magnitude[i] + 1e-3);
+    if (!(std::fabs(got[i] - expected.values.values[i]) <= tolerance) && bad++ < 5) {
+      FAIL_CHECK("element " << i << ": got " << got[i] << ", expected "
+                            << expected.values.values[i]);
+    }
+  }
+  CHECK(bad == 0);
+}
+
+}  // namespace tandem::testing

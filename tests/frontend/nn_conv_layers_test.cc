@@ -1,0 +1,101 @@
+// tandem::nn's convolution and pooling layers: deferred in_channels, the same results as the
+// nd ops with the layer's parameters, the parameters' copy on the input's device, gradients
+// through a Trainer-free record/backward, and the errors of each.
+#include "frontend_test_util.h"
+#include "tandem/nn/nn.h"
+
+namespace tandem::testing {
+
+namespace {
+
+namespace nn = tandem::nn;
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL("no tandem::Error was thrown");
+  return {};
+}
+
+void check_same(const NDArray& a, const NDArray& b) {
+  REQUIRE(a.shape() == b.shape());
+  const auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  for (std::size_t i = 0; i < va.size(); ++i) CHECK(va[i] == vb[i]);
+}
+
+}  // namespace
+
+TEST_SUITE("frontend.nn_conv_layers") {
+  TEST_CASE("Conv2D infers in_channels at the first forward and computes relu(conv2d + bias)") {
+    nn::Conv2D layer(4, 3, {.stride = 2, .padding = 1, .groups = 2, .activation = nn::relu});
+    CHECK_FALSE(layer.weight().shape_known());
+    layer.initialize(nn::Xavier());
+    const NDArray x = nd::random::normal({2, 6, 7, 7});
+    const NDArray y = layer(x);
+    CHECK(layer.weight().shape() == Shape{4, 3, 3, 3});
+    CHECK(layer.bias().shape() == Shape{4});
+    const NDArray expected = nd::relu(nd::conv2d(x, layer.weight().data(), layer.bias().data(),
+                                                 {.stride = 2, .padding = 1, .groups = 2}));
+    check_same(y, expected);
+    CHECK(y.shape() == Shape{2, 4, 4, 4});
+    const std::string message = error_of([&] { layer(nd::zeros({2, 4, 7, 7})); });
+    CHECK(message.find("weight") != std::string::npos);
+    CHECK(message.find("4 channels") != std::string::npos);
+    CHECK(message.find("4x3x3x3") != std::string::npos);
+  }
+
+  TEST_CASE("Conv2D without bias, with in_channels given, dilation; pooling layers") {
+    nn::Conv2D layer(3, {2, 3}, {.dilation = 2, .use_bias = false, .in_channels = 2});
+    CHECK(layer.weight().shape() == Shape{3, 2, 2, 3});
+    CHECK(error_of([&] { layer.bias(); }).find("use_bias = false") != std::string::npos);
+    layer.initialize(nn::Xavier());
+    const NDArray x = nd::random::normal({1, 2, 9, 9});
+    check_same(layer(x), nd::conv2d(x, layer.weight().data(), {.dilation = 2}));
+    check_same(nn::MaxPool2D(3, 2, 1)(x),
+               nd::max_pool2d(x, {.kernel = 3, .stride = 2, .padding = 1}));
+    check_same(nn::AvgPool2D(2)(x), nd::avg_pool2d(x, {.kernel = 2}));
+    check_same(
+        nn::AvgPool2D(3, 1, 1, false)(x),
+        nd::avg_pool2d(x, {.kernel = 3, .stride = 1, .padding = 1, .count_include_pad = false}));
+    check_same(nn::GlobalAvgPool2D()(x), nd::global_avg_pool2d(x));
+    CHECK(error_of([] { nn::Conv2D(4, 3, {.groups = 3}); }).find("groups 3") != std::string::npos);
+    CHECK(error_of([&] { layer(nd::zeros({2, 9, 9})); }).find("NCHW") != std::string::npos);
+  }
+
+  TEST_CASE("a conv net trains its parameters' copy on the input's device (sim(0))") {
+    if (device_count(DeviceKind::sim) == 0) return;
+    nn::Sequential net;
+    net.add(nn::Conv2D(3, 3, {.padding = 1, .activation = nn::relu}))
+        .add(nn::MaxPool2D(2))
+        .add(nn::GlobalAvgPool2D())
+        .add(nn::Flatten())
+        .add(nn::Dense(2));
+    net.initialize(nn::Xavier(), {cpu(), sim(0)});
+    const NDArray x = nd::random::normal({4, 2, 6, 6}, sim(0));
+    NDArray loss;
+    {
+      auto scope = autograd::record();
+      loss = nd::sum(net(x));
+    }
+    loss.backward();
+    auto& conv = dynamic_cast<nn::Conv2D&>(net[0]);
+    const NDArray grad = conv.weight().grad(sim(0));
+    CHECK(grad.device() == sim(0));
+    CHECK(grad.shape() == Shape{3, 2, 3, 3});
+    CHECK(nd::norm(grad).scalar<double>() > 0);
+    // The same network on the cpu copy gives the same gradient.
+    NDArray cpu_loss;
+    {
+      auto scope = autograd::record();
+      cpu_loss = nd::sum(net(x.copyto(cpu())));
+    }
+    cpu_loss.backward();
+    const auto a = grad.to_vector<double>(), b = conv.weight().grad(cpu()).to_vector<double>();
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5));
+  }
+}
+
+}  // namespace tandem::testing
