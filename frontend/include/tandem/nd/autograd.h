@@ -21,9 +21,11 @@
 //
 // Not differentiable (no gradient flows through them, their outputs need no gradient):
 // comparisons, argmax, one_hot, accuracy, random draws, astype to an integer dtype. In-place
-// writes (+=, assign, copyto into an array) are not recorded: while recording, writing an array
-// that is part of the recorded graph throws tandem::Error, and so does backward() through an op
-// whose saved input was written in place after it was recorded.
+// writes (+=, assign, copyto into an array) are not recorded: while recording, writing into an
+// array that needs a gradient, or writing a value that needs one into any array, throws
+// tandem::Error (write x.detach() to mean it; an array attached with GradReq::null may be
+// written), and so does backward() through an op whose saved input was written in place after
+// it was recorded.
 //
 // The recording state (recording, training) belongs to the calling thread: ops pushed from
 // another thread are not recorded by this thread's scope.
