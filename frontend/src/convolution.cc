@@ -9,8 +9,6 @@
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/reduce.h"
-#include "tandem/ops/cpu/convolution.h"
-#include "tandem/ops/cuda/convolution.h"
 #include "view_op.h"
 
 namespace tandem::nd {
@@ -129,13 +127,6 @@ void record_conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
       });
 }
 
-WorkCost conv_cost(const Conv2dGeometry& g, DType dtype) {
-  WorkCost cost = detail::gemm_cost(g.out_channels, g.col_cols(), g.col_rows(), dtype);
-  cost.flops *= static_cast<double>(g.batch);
-  cost.bytes *= static_cast<double>(g.batch);
-  return cost;
-}
-
 }  // namespace
 
 Shape conv2d_output_shape(const Shape& x, const Shape& weight, const Conv2dOptions& options) {
@@ -164,9 +155,10 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
   detail::push_view_op<4>(
       engine, out.device(), op,
       {detail::lazy_view(dx), detail::lazy_view(dw), vb, detail::lazy_view(out)},
-      std::span<const Var>(reads), {out.var()}, conv_cost(g, x.dtype()),
-      [g](const auto& v) { ops::cpu::conv2d(v[0], v[1], v[2], v[3], g); },
-      [g](const auto& v, Stream& s) { ops::cuda::conv2d(v[0], v[1], v[2], v[3], g, s); });
+      std::span<const Var>(reads), {out.var()},
+      [g](const ops::Kernels& k, Stream* s, const auto& v) {
+        k.conv2d(s, v[0], v[1], v[2], v[3], g);
+      });
   if (record) record_conv2d(x, weight, bias, options, out);
   return out;
 }
@@ -185,12 +177,12 @@ NDArray conv2d_backward_data(const NDArray& grad_out, const NDArray& weight,
   NDArray out =
       detail::allocate_array(engine, input_shape, grad_out.dtype(), grad_out.device(), op);
   const NDArray dy = dense(grad_out), dw = dense(weight);
-  detail::push_view_op<3>(
-      engine, out.device(), op,
-      {detail::lazy_view(dy), detail::lazy_view(dw), detail::lazy_view(out)}, {dy.var(), dw.var()},
-      {out.var()}, conv_cost(g, out.dtype()),
-      [g](const auto& v) { ops::cpu::conv2d_backward_data(v[0], v[1], v[2], g); },
-      [g](const auto& v, Stream& s) { ops::cuda::conv2d_backward_data(v[0], v[1], v[2], g, s); });
+  detail::push_view_op<3>(engine, out.device(), op,
+                          {detail::lazy_view(dy), detail::lazy_view(dw), detail::lazy_view(out)},
+                          {dy.var(), dw.var()}, {out.var()},
+                          [g](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.conv2d_backward_data(s, v[0], v[1], v[2], g);
+                          });
   return out;
 }
 
@@ -203,12 +195,12 @@ NDArray conv2d_backward_weight(const NDArray& grad_out, const NDArray& x, const 
   check_shape(op, "grad_out", grad_out, output_shape(g));
   NDArray out = detail::allocate_array(engine, weight_shape, x.dtype(), x.device(), op);
   const NDArray dx = dense(x), dy = dense(grad_out);
-  detail::push_view_op<3>(
-      engine, out.device(), op,
-      {detail::lazy_view(dx), detail::lazy_view(dy), detail::lazy_view(out)}, {dx.var(), dy.var()},
-      {out.var()}, conv_cost(g, out.dtype()),
-      [g](const auto& v) { ops::cpu::conv2d_backward_weight(v[0], v[1], v[2], g); },
-      [g](const auto& v, Stream& s) { ops::cuda::conv2d_backward_weight(v[0], v[1], v[2], g, s); });
+  detail::push_view_op<3>(engine, out.device(), op,
+                          {detail::lazy_view(dx), detail::lazy_view(dy), detail::lazy_view(out)},
+                          {dx.var(), dy.var()}, {out.var()},
+                          [g](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.conv2d_backward_weight(s, v[0], v[1], v[2], g);
+                          });
   return out;
 }
 

@@ -9,8 +9,6 @@
 #include "checks.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
-#include "tandem/ops/cpu/pooling.h"
-#include "tandem/ops/cuda/pooling.h"
 #include "view_op.h"
 
 namespace tandem::nd {
@@ -66,11 +64,6 @@ NDArray dense(const NDArray& array) {
   return array.is_contiguous() ? array : array.copy();
 }
 
-WorkCost pool_cost(const Pool2dGeometry& g, DType dtype) {
-  const std::int64_t outputs = g.batch * g.channels * g.out_h * g.out_w;
-  return detail::elementwise_cost(outputs, dtype, 2, static_cast<double>(g.kernel_h * g.kernel_w));
-}
-
 // The pooling node: max pooling saves x (to find each window's maximum again), average
 // pooling only x's shape.
 void record_pool(const char* op, bool max, const NDArray& x, const Pool2dOptions& options,
@@ -92,15 +85,11 @@ NDArray pool_forward(const char* op, bool max, const NDArray& x, const Pool2dOpt
   const auto paused = autograd::pause(autograd::is_training());  // the dense copy: no node
   NDArray out = detail::allocate_array(x.engine(), output_shape(g), x.dtype(), x.device(), op);
   const NDArray dx = dense(x);
-  detail::push_view_op<2>(
-      x.engine(), out.device(), op, {detail::lazy_view(dx), detail::lazy_view(out)}, {dx.var()},
-      {out.var()}, pool_cost(g, x.dtype()),
-      [g, max](const auto& v) {
-        max ? ops::cpu::max_pool2d(v[0], v[1], g) : ops::cpu::avg_pool2d(v[0], v[1], g);
-      },
-      [g, max](const auto& v, Stream& s) {
-        max ? ops::cuda::max_pool2d(v[0], v[1], g, s) : ops::cuda::avg_pool2d(v[0], v[1], g, s);
-      });
+  detail::push_view_op<2>(x.engine(), out.device(), op,
+                          {detail::lazy_view(dx), detail::lazy_view(out)}, {dx.var()}, {out.var()},
+                          [g, max](const ops::Kernels& k, Stream* s, const auto& v) {
+                            (max ? k.max_pool2d : k.avg_pool2d)(s, v[0], v[1], g);
+                          });
   if (record) record_pool(op, max, x, options, out);
   return out;
 }
@@ -148,12 +137,12 @@ NDArray max_pool2d_backward(const NDArray& grad_out, const NDArray& x,
   check_grad_shape(op, grad_out, g);
   NDArray out = detail::allocate_array(engine, x.shape(), x.dtype(), x.device(), op);
   const NDArray dx = dense(x), dy = dense(grad_out);
-  detail::push_view_op<3>(
-      engine, out.device(), op,
-      {detail::lazy_view(dx), detail::lazy_view(dy), detail::lazy_view(out)}, {dx.var(), dy.var()},
-      {out.var()}, pool_cost(g, x.dtype()),
-      [g](const auto& v) { ops::cpu::max_pool2d_backward(v[0], v[1], v[2], g); },
-      [g](const auto& v, Stream& s) { ops::cuda::max_pool2d_backward(v[0], v[1], v[2], g, s); });
+  detail::push_view_op<3>(engine, out.device(), op,
+                          {detail::lazy_view(dx), detail::lazy_view(dy), detail::lazy_view(out)},
+                          {dx.var(), dy.var()}, {out.var()},
+                          [g](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.max_pool2d_backward(s, v[0], v[1], v[2], g);
+                          });
   return out;
 }
 
@@ -167,11 +156,11 @@ NDArray avg_pool2d_backward(const NDArray& grad_out, const Shape& input_shape,
   NDArray out = detail::allocate_array(grad_out.engine(), input_shape, grad_out.dtype(),
                                        grad_out.device(), op);
   const NDArray dy = dense(grad_out);
-  detail::push_view_op<2>(
-      grad_out.engine(), out.device(), op, {detail::lazy_view(dy), detail::lazy_view(out)},
-      {dy.var()}, {out.var()}, pool_cost(g, out.dtype()),
-      [g](const auto& v) { ops::cpu::avg_pool2d_backward(v[0], v[1], g); },
-      [g](const auto& v, Stream& s) { ops::cuda::avg_pool2d_backward(v[0], v[1], g, s); });
+  detail::push_view_op<2>(grad_out.engine(), out.device(), op,
+                          {detail::lazy_view(dy), detail::lazy_view(out)}, {dy.var()}, {out.var()},
+                          [g](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.avg_pool2d_backward(s, v[0], v[1], g);
+                          });
   return out;
 }
 

@@ -182,9 +182,9 @@ void backward_weight(const ArrayView& xv, const ArrayView& dyv, const ArrayView&
   const std::int64_t chunk = chunk_samples(g, sizeof(T));
   T* dw = dwv.typed<T>();
   if (g.batch == 0) {
-    check(cudaMemsetAsync(dw, 0, static_cast<std::size_t>(dwv.num_elements()) * sizeof(T),
-                          launch.stream()),
-          "conv2d_backward_weight", launch.device());
+    check_cuda(cudaMemsetAsync(dw, 0, static_cast<std::size_t>(dwv.num_elements()) * sizeof(T),
+                               launch.stream()),
+               "conv2d_backward_weight", launch.device());
     return;
   }
   Scratch col(launch, static_cast<std::size_t>(chunk * g.groups * R * P) * sizeof(T));

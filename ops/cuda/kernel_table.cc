@@ -5,9 +5,11 @@
 #include "kernel_tables.h"
 #include "tandem/accel/stream.h"
 #include "tandem/errors.h"
+#include "tandem/ops/cuda/convolution.h"
 #include "tandem/ops/cuda/copy.h"
 #include "tandem/ops/cuda/elementwise.h"
 #include "tandem/ops/cuda/gemm.h"
+#include "tandem/ops/cuda/pooling.h"
 #include "tandem/ops/cuda/random.h"
 #include "tandem/ops/cuda/reduce.h"
 
@@ -72,6 +74,33 @@ const Kernels& cuda_kernels() {
           [](Stream* s, const ArrayView& out, double mean, double stddev, std::uint64_t seed,
              std::uint64_t counter) {
             return cuda::random_normal(out, mean, stddev, seed, counter, on(s, "random.normal"));
+          },
+      .conv2d =
+          [](Stream* s, const ArrayView& x, const ArrayView& weight, const ArrayView& bias,
+             const ArrayView& y,
+             const Conv2dGeometry& g) { cuda::conv2d(x, weight, bias, y, g, on(s, "conv2d")); },
+      .conv2d_backward_data =
+          [](Stream* s, const ArrayView& dy, const ArrayView& weight, const ArrayView& dx,
+             const Conv2dGeometry& g) {
+            cuda::conv2d_backward_data(dy, weight, dx, g, on(s, "conv2d_backward_data"));
+          },
+      .conv2d_backward_weight =
+          [](Stream* s, const ArrayView& x, const ArrayView& dy, const ArrayView& dweight,
+             const Conv2dGeometry& g) {
+            cuda::conv2d_backward_weight(x, dy, dweight, g, on(s, "conv2d_backward_weight"));
+          },
+      .max_pool2d = [](Stream* s, const ArrayView& x, const ArrayView& y,
+                       const Pool2dGeometry& g) { cuda::max_pool2d(x, y, g, on(s, "max_pool2d")); },
+      .avg_pool2d = [](Stream* s, const ArrayView& x, const ArrayView& y,
+                       const Pool2dGeometry& g) { cuda::avg_pool2d(x, y, g, on(s, "avg_pool2d")); },
+      .max_pool2d_backward =
+          [](Stream* s, const ArrayView& x, const ArrayView& dy, const ArrayView& dx,
+             const Pool2dGeometry& g) {
+            cuda::max_pool2d_backward(x, dy, dx, g, on(s, "max_pool2d_backward"));
+          },
+      .avg_pool2d_backward =
+          [](Stream* s, const ArrayView& dy, const ArrayView& dx, const Pool2dGeometry& g) {
+            cuda::avg_pool2d_backward(dy, dx, g, on(s, "avg_pool2d_backward"));
           },
   };
   return table;

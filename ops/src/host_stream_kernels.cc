@@ -8,9 +8,11 @@
 #include "common/work_cost.h"
 #include "tandem/accel/stream.h"
 #include "tandem/errors.h"
+#include "tandem/ops/cpu/convolution.h"
 #include "tandem/ops/cpu/copy.h"
 #include "tandem/ops/cpu/elementwise.h"
 #include "tandem/ops/cpu/gemm.h"
+#include "tandem/ops/cpu/pooling.h"
 #include "tandem/ops/cpu/random.h"
 #include "tandem/ops/cpu/reduce.h"
 #include "tandem/ops/kernels.h"
@@ -147,6 +149,51 @@ const Kernels& host_stream_kernels() {
                                counter] { cpu::random_normal(out, mean, stddev, seed, counter); },
                               pass_cost(out, 1, kRandomFlops));
             return random_blocks(out);
+          },
+      .conv2d =
+          [](Stream* stream, const ArrayView& x, const ArrayView& weight, const ArrayView& bias,
+             const ArrayView& y, const Conv2dGeometry& g) {
+            require_stream(stream, "conv2d")
+                .enqueue_host([x, weight, bias, y, g] { cpu::conv2d(x, weight, bias, y, g); },
+                              conv_cost(g, y.dtype));
+          },
+      .conv2d_backward_data =
+          [](Stream* stream, const ArrayView& dy, const ArrayView& weight, const ArrayView& dx,
+             const Conv2dGeometry& g) {
+            require_stream(stream, "conv2d_backward_data")
+                .enqueue_host([dy, weight, dx, g] { cpu::conv2d_backward_data(dy, weight, dx, g); },
+                              conv_cost(g, dx.dtype));
+          },
+      .conv2d_backward_weight =
+          [](Stream* stream, const ArrayView& x, const ArrayView& dy, const ArrayView& dweight,
+             const Conv2dGeometry& g) {
+            require_stream(stream, "conv2d_backward_weight")
+                .enqueue_host(
+                    [x, dy, dweight, g] { cpu::conv2d_backward_weight(x, dy, dweight, g); },
+                    conv_cost(g, dweight.dtype));
+          },
+      .max_pool2d =
+          [](Stream* stream, const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g) {
+            require_stream(stream, "max_pool2d")
+                .enqueue_host([x, y, g] { cpu::max_pool2d(x, y, g); }, pool_cost(g, y.dtype));
+          },
+      .avg_pool2d =
+          [](Stream* stream, const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g) {
+            require_stream(stream, "avg_pool2d")
+                .enqueue_host([x, y, g] { cpu::avg_pool2d(x, y, g); }, pool_cost(g, y.dtype));
+          },
+      .max_pool2d_backward =
+          [](Stream* stream, const ArrayView& x, const ArrayView& dy, const ArrayView& dx,
+             const Pool2dGeometry& g) {
+            require_stream(stream, "max_pool2d_backward")
+                .enqueue_host([x, dy, dx, g] { cpu::max_pool2d_backward(x, dy, dx, g); },
+                              pool_cost(g, dx.dtype));
+          },
+      .avg_pool2d_backward =
+          [](Stream* stream, const ArrayView& dy, const ArrayView& dx, const Pool2dGeometry& g) {
+            require_stream(stream, "avg_pool2d_backward")
+                .enqueue_host([dy, dx, g] { cpu::avg_pool2d_backward(dy, dx, g); },
+                              pool_cost(g, dx.dtype));
           },
   };
   return table;

@@ -97,6 +97,13 @@ const char* missing_kernel(const Kernels& table) {
   TANDEM_CHECK_FAMILY(gemm)
   TANDEM_CHECK_FAMILY(random_uniform)
   TANDEM_CHECK_FAMILY(random_normal)
+  TANDEM_CHECK_FAMILY(conv2d)
+  TANDEM_CHECK_FAMILY(conv2d_backward_data)
+  TANDEM_CHECK_FAMILY(conv2d_backward_weight)
+  TANDEM_CHECK_FAMILY(max_pool2d)
+  TANDEM_CHECK_FAMILY(avg_pool2d)
+  TANDEM_CHECK_FAMILY(max_pool2d_backward)
+  TANDEM_CHECK_FAMILY(avg_pool2d_backward)
 #undef TANDEM_CHECK_FAMILY
   return nullptr;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "tandem/accel/stream.h"
+#include "tandem/ops/conv_geometry.h"
 #include "tandem/ops/dtype.h"
 
 namespace tandem::ops {
@@ -21,6 +22,21 @@ inline WorkCost gemm_cost(std::int64_t m, std::int64_t n, std::int64_t k, DType 
   const double size = static_cast<double>(dtype_size(dtype));
   return {.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
           .bytes = size * static_cast<double>(m * k + k * n + m * n)};
+}
+
+// A convolution (or either of its gradients) is one gemm per image: out_channels x (out_h out_w)
+// outputs, each an inner product of in_channels / groups x kernel_h x kernel_w terms.
+inline WorkCost conv_cost(const Conv2dGeometry& g, DType dtype) {
+  WorkCost cost = gemm_cost(g.out_channels, g.col_cols(), g.col_rows(), dtype);
+  cost.flops *= static_cast<double>(g.batch);
+  cost.bytes *= static_cast<double>(g.batch);
+  return cost;
+}
+
+// Pooling (or its gradient) visits kernel_h x kernel_w inputs per output.
+inline WorkCost pool_cost(const Pool2dGeometry& g, DType dtype) {
+  const std::int64_t outputs = g.batch * g.channels * g.out_h * g.out_w;
+  return elementwise_cost(outputs, dtype, 2, static_cast<double>(g.kernel_h * g.kernel_w));
 }
 
 }  // namespace tandem::ops

@@ -1,8 +1,10 @@
 // The cpu backend's kernel table: the CPU kernels, run inline in the calling thread (a CPU op's
 // worker, or code reading host memory). The stream argument is ignored.
+#include "tandem/ops/cpu/convolution.h"
 #include "tandem/ops/cpu/copy.h"
 #include "tandem/ops/cpu/elementwise.h"
 #include "tandem/ops/cpu/gemm.h"
+#include "tandem/ops/cpu/pooling.h"
 #include "tandem/ops/cpu/random.h"
 #include "tandem/ops/cpu/reduce.h"
 #include "tandem/ops/kernels.h"
@@ -45,6 +47,24 @@ const Kernels& host_kernels() {
              std::uint64_t counter) {
             return cpu::random_normal(out, mean, stddev, seed, counter);
           },
+      .conv2d = [](Stream*, const ArrayView& x, const ArrayView& weight, const ArrayView& bias,
+                   const ArrayView& y,
+                   const Conv2dGeometry& g) { cpu::conv2d(x, weight, bias, y, g); },
+      .conv2d_backward_data =
+          [](Stream*, const ArrayView& dy, const ArrayView& weight, const ArrayView& dx,
+             const Conv2dGeometry& g) { cpu::conv2d_backward_data(dy, weight, dx, g); },
+      .conv2d_backward_weight =
+          [](Stream*, const ArrayView& x, const ArrayView& dy, const ArrayView& dweight,
+             const Conv2dGeometry& g) { cpu::conv2d_backward_weight(x, dy, dweight, g); },
+      .max_pool2d = [](Stream*, const ArrayView& x, const ArrayView& y,
+                       const Pool2dGeometry& g) { cpu::max_pool2d(x, y, g); },
+      .avg_pool2d = [](Stream*, const ArrayView& x, const ArrayView& y,
+                       const Pool2dGeometry& g) { cpu::avg_pool2d(x, y, g); },
+      .max_pool2d_backward =
+          [](Stream*, const ArrayView& x, const ArrayView& dy, const ArrayView& dx,
+             const Pool2dGeometry& g) { cpu::max_pool2d_backward(x, dy, dx, g); },
+      .avg_pool2d_backward = [](Stream*, const ArrayView& dy, const ArrayView& dx,
+                                const Pool2dGeometry& g) { cpu::avg_pool2d_backward(dy, dx, g); },
   };
   return table;
 }

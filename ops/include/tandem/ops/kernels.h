@@ -20,6 +20,7 @@
 
 #include "tandem/device.h"
 #include "tandem/ops/array_view.h"
+#include "tandem/ops/conv_geometry.h"
 #include "tandem/ops/op_kinds.h"
 
 namespace tandem {
@@ -62,6 +63,23 @@ struct Kernels {
                                   std::uint64_t seed, std::uint64_t counter) = nullptr;
   std::uint64_t (*random_normal)(Stream* stream, const ArrayView& out, double mean, double stddev,
                                  std::uint64_t seed, std::uint64_t counter) = nullptr;
+  // Convolution and pooling over dense NCHW views (conv_geometry.h): y = conv(x, weight) + bias
+  // (bias.data == nullptr: none), its gradients with respect to the input and the weight, and
+  // max / average pooling with theirs (max pooling's gradient reads the forward input).
+  void (*conv2d)(Stream* stream, const ArrayView& x, const ArrayView& weight, const ArrayView& bias,
+                 const ArrayView& y, const Conv2dGeometry& g) = nullptr;
+  void (*conv2d_backward_data)(Stream* stream, const ArrayView& dy, const ArrayView& weight,
+                               const ArrayView& dx, const Conv2dGeometry& g) = nullptr;
+  void (*conv2d_backward_weight)(Stream* stream, const ArrayView& x, const ArrayView& dy,
+                                 const ArrayView& dweight, const Conv2dGeometry& g) = nullptr;
+  void (*max_pool2d)(Stream* stream, const ArrayView& x, const ArrayView& y,
+                     const Pool2dGeometry& g) = nullptr;
+  void (*avg_pool2d)(Stream* stream, const ArrayView& x, const ArrayView& y,
+                     const Pool2dGeometry& g) = nullptr;
+  void (*max_pool2d_backward)(Stream* stream, const ArrayView& x, const ArrayView& dy,
+                              const ArrayView& dx, const Pool2dGeometry& g) = nullptr;
+  void (*avg_pool2d_backward)(Stream* stream, const ArrayView& dy, const ArrayView& dx,
+                              const Pool2dGeometry& g) = nullptr;
 };
 
 // The name of the first family `table` lacks ("unary", "gemm", ...), nullptr when it has all.
