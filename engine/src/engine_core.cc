@@ -237,7 +237,7 @@ const ErrorRef* EngineCore::oldest_poison(const OpRecord* op, const ErrorRef* al
 void EngineCore::skip(OpRecord* op, const ErrorRef& poison, int worker) noexcept {
   ops_skipped_.fetch_add(1, std::memory_order_relaxed);
   log().debug("skipping op '{}': an input is poisoned", op->props.name);
-  op->destroy_callable();
+  destroy_callable_inside(op);
   op->worker = worker;
   finish(op, poison, /*skipped=*/true);
 }
@@ -276,9 +276,17 @@ std::exception_ptr EngineCore::run_body(OpRecord* op, int worker) noexcept {
   } catch (...) {
     error = std::current_exception();
   }
-  tls_current_op = outer;
+  // Still inside the op (see destroy_callable_inside).
   op->destroy_callable();
+  tls_current_op = outer;
   return error;
+}
+
+void EngineCore::destroy_callable_inside(OpRecord* op) noexcept {
+  OpRecord* outer = tls_current_op;
+  tls_current_op = op;
+  op->destroy_callable();
+  tls_current_op = outer;
 }
 
 void EngineCore::end_body(OpRecord* op, std::exception_ptr error) noexcept {

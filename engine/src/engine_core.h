@@ -179,6 +179,10 @@ class EngineCore : public CompletionSink {
   void skip(OpRecord* op, const ErrorRef& poison, int worker) noexcept;
   // Runs the body on this thread; returns what it threw.
   std::exception_ptr run_body(OpRecord* op, int worker) noexcept;
+  // Destroys the op's callable as part of the op: what its captures' destructors push (the
+  // deletion of an array it held, say) counts as pushed from inside the op, so it never blocks
+  // on backpressure while the ops that would make room wait for this one.
+  static void destroy_callable_inside(OpRecord* op) noexcept;
   // After the body: settles the op, or leaves that to its Completion (async ops).
   void end_body(OpRecord* op, std::exception_ptr error) noexcept;
   void finish_with(OpRecord* op, std::exception_ptr error) noexcept;

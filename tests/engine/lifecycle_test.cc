@@ -277,6 +277,41 @@ TEST_CASE("a push from inside an op never blocks on backpressure") {
   CHECK(engine->stats().pushes_blocked == 0);
 }
 
+TEST_CASE("what an op's captures push when they are destroyed never blocks on backpressure") {
+  // An op's callable is destroyed by the worker after its body ran, before the op completes.
+  // A capture's destructor that pushes (an NDArray's deletion op, say) must not wait for room:
+  // the ops it would wait for may need this op to complete first.
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.max_ops_in_flight = 2;
+  TestEngine engine(config);
+  Watchdog watchdog("pushes from an op's captures' destructors past max_ops_in_flight");
+  Var v = engine.var();
+  tandem::Engine& e = *engine;
+  std::atomic<int> inner_ran{0};
+  for (const bool poisoned : {false, true}) {
+    CAPTURE(poisoned);
+    Var input = engine.var();
+    if (poisoned) {
+      e.push([] { throw std::runtime_error("upstream failure"); }, cpu(), {}, {input},
+             {.name = "fail"});
+    }
+    // These write the var the op holds, so none can finish before it completes.
+    std::shared_ptr<void> pushes_when_destroyed(nullptr, [&](void*) {
+      for (int i = 0; i < 50; ++i) {
+        e.push([&inner_ran] { inner_ran.fetch_add(1); }, cpu(), {}, {v}, {.name = "inner"});
+      }
+    });
+    e.push([hold = std::move(pushes_when_destroyed)] {}, cpu(), {input}, {v}, {.name = "outer"});
+    if (poisoned) {
+      CHECK_THROWS(engine->wait_all());
+    } else {
+      engine->wait_all();
+    }
+  }
+  CHECK(inner_ran.load() == 100);
+  CHECK(engine->stats().pushes_blocked == 0);
+}
+
 TEST_CASE("max_ops_in_flight = 0 never blocks a push") {
   tandem::EngineConfig config = test_config(EngineKind::threaded);
   config.max_ops_in_flight = 0;
