@@ -20,8 +20,8 @@ namespace {
 
 struct Flags {
   tandem::examples::TrainingOptions training;
-  int epochs = 10;
-  bool cosine = false;
+  int epochs = 20;
+  bool cosine = true;
   std::string data_dir = TANDEM_DIGITS_DIR;
 };
 

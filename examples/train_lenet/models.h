@@ -103,20 +103,23 @@ inline std::shared_ptr<nn::Block> make_lenet_wide() {
   return net;
 }
 
-// lenet_wide with BatchNorm after each convolution (before its relu).
-inline std::shared_ptr<nn::Block> make_lenet_bn() {
+// lenet_wide's shape with BatchNorm after each convolution (before its relu): 1x8x8 -> c1x8x8 ->
+// c1x4x4 -> c2x4x4 -> c2x2x2 -> Flatten -> Dropout -> Dense(10).
+inline std::shared_ptr<nn::Block> make_lenet_bn(std::int64_t c1 = 16, std::int64_t c2 = 32,
+                                                double dropout = 0) {
   auto net = std::make_shared<nn::Sequential>();
   net->add(OneChannel())
-      .add(nn::Conv2D(16, 3, {.padding = 1}))
+      .add(nn::Conv2D(c1, 3, {.padding = 1}))
       .add(nn::BatchNorm())
       .add(nn::Activation(nn::relu))
       .add(nn::MaxPool2D(2))
-      .add(nn::Conv2D(32, 3, {.padding = 1}))
+      .add(nn::Conv2D(c2, 3, {.padding = 1}))
       .add(nn::BatchNorm())
       .add(nn::Activation(nn::relu))
       .add(nn::MaxPool2D(2))
-      .add(nn::Flatten())
-      .add(nn::Dense(10));
+      .add(nn::Flatten());
+  if (dropout > 0) net->add(nn::Dropout(dropout));
+  net->add(nn::Dense(10));
   return net;
 }
 
@@ -158,7 +161,9 @@ inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
       {"lenet", make_lenet},
       {"lenet_dropout", make_lenet_dropout},
       {"lenet_wide", make_lenet_wide},
-      {"lenet_bn", make_lenet_bn},
+      {"lenet_bn", [] { return make_lenet_bn(); }},
+      {"lenet_bn_dropout", [] { return make_lenet_bn(16, 32, 0.25); }},
+      {"lenet_bn_wide", [] { return make_lenet_bn(32, 64); }},
       {"lenet5", [] { return make_lenet5(0); }},
       {"lenet5_dropout", [] { return make_lenet5(0.5); }},
       {"lenet_pad", make_lenet_pad},
