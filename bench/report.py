@@ -357,7 +357,11 @@ def render_training(records, meta):
                  fmt_s(r.get("first_epoch_seconds")), fmt_cell(r.get("peak_rss_mb"))]
                 for r in epochs]
         lines += ["**lenet_digits**: training on the digits (1497 images, batch 64, SGD 0.1 with "
-                  "momentum 0.9), then the accuracy on the 300 test images. Seconds per epoch "
+                  "momentum 0.9), then the accuracy on the 300 test images. tandem runs "
+                  "train_lenet's default recipe (random 1-pixel shifts, weight decay 5e-4, a "
+                  "cosine learning rate; its model lenet_bn); the JAX peer trains the lenet_step "
+                  "model with plain SGD, so its accuracy is not the same experiment. Seconds per "
+                  "epoch "
                   "are the mean of the epochs after the first; peak RSS is the training "
                   "process's (JAX's includes the Python interpreter and XLA).", ""]
         lines += table(["system", "device", "model", "epochs", "test accuracy", "per epoch",

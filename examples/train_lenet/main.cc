@@ -20,15 +20,17 @@ namespace {
 
 struct Flags {
   tandem::examples::TrainingOptions training;
-  int epochs = 10;
+  int epochs = 20;
+  bool cosine = true;
   std::string data_dir = TANDEM_DIGITS_DIR;
 };
 
 int usage() {
   std::fprintf(stderr,
                "usage: train_lenet [--model %s] [--device cpu|sim0|cuda0] [--epochs N]\n"
-               "                   [--batch-size N] [--optimizer sgd|adam] [--lr X] [--data DIR]"
-               " [--quick]\n",
+               "                   [--batch-size N] [--optimizer sgd|adam] [--lr X] [--wd X]\n"
+               "                   [--shift PIXELS] [--schedule cosine|constant]\n"
+               "                   [--standardize on|off] [--seed N] [--data DIR] [--quick]\n",
                tandem::examples::model_names().c_str());
   return 2;
 }
@@ -69,6 +71,21 @@ int main(int argc, char** argv) {
       flags.training.optimizer = argv[++i];
     } else if (flag == "--lr" && has_value) {
       flags.training.learning_rate = std::atof(argv[++i]);
+    } else if (flag == "--wd" && has_value) {
+      flags.training.weight_decay = std::atof(argv[++i]);
+    } else if (flag == "--schedule" && has_value) {
+      const std::string value = argv[++i];
+      if (value != "cosine" && value != "constant") return usage();
+      flags.cosine = value == "cosine";
+    } else if (flag == "--standardize" && has_value) {
+      const std::string value = argv[++i];
+      if (value != "on" && value != "off") return usage();
+      flags.training.standardize = value == "on";
+    } else if (flag == "--shift" && has_value) {
+      flags.training.shift = std::atof(argv[++i]);
+      if (flags.training.shift < 0 || flags.training.shift > 1) return usage();
+    } else if (flag == "--seed" && has_value) {
+      flags.training.seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (flag == "--data" && has_value) {
       flags.data_dir = argv[++i];
     } else {
@@ -86,13 +103,16 @@ int main(int argc, char** argv) {
   }
   try {
     const auto digits = tandem::data::load_digits(flags.data_dir);
+    flags.training.schedule_epochs = flags.cosine ? flags.epochs : 0;
     tandem::examples::DigitsTraining training(digits, flags.training);
-    std::printf("%s on %s: %lld training and %lld test images, batch %lld, %s lr %g\n",
-                flags.training.model.c_str(), tandem::to_string(flags.training.device).c_str(),
-                static_cast<long long>(digits.train.images.shape()[0]),
-                static_cast<long long>(digits.test.images.shape()[0]),
-                static_cast<long long>(flags.training.batch_size), flags.training.optimizer.c_str(),
-                flags.training.learning_rate);
+    std::printf(
+        "%s on %s: %lld training and %lld test images, batch %lld, %s lr %g wd %g, "
+        "shift %g\n",
+        flags.training.model.c_str(), tandem::to_string(flags.training.device).c_str(),
+        static_cast<long long>(digits.train.images.shape()[0]),
+        static_cast<long long>(digits.test.images.shape()[0]),
+        static_cast<long long>(flags.training.batch_size), flags.training.optimizer.c_str(),
+        flags.training.learning_rate, flags.training.weight_decay, flags.training.shift);
     std::printf("%6s %10s %10s %10s %9s\n", "epoch", "loss", "train acc", "test acc", "time");
     for (int epoch = 0; epoch < flags.epochs; ++epoch) {
       const tandem::examples::EpochResult result = training.run_epoch();

@@ -47,6 +47,48 @@ inline std::shared_ptr<nn::Block> make_lenet() {
   return net;
 }
 
+// LeNet with Dropout(0.25) on the 16 features before the classifier.
+inline std::shared_ptr<nn::Block> make_lenet_dropout() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Conv2D(16, 3, {.activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Flatten())
+      .add(nn::Dropout(0.25))
+      .add(nn::Dense(10));
+  return net;
+}
+
+// LeNet-5's shape on 8x8 images: both convolutions padded (1x8x8 -> 6x8x8 -> 6x4x4 -> 16x4x4 ->
+// 16x2x2, 64 features), then LeNet-5's classifier Dense(120) relu -> Dense(84) relu -> Dense(10).
+inline std::shared_ptr<nn::Block> make_lenet5(double dropout) {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Conv2D(16, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Flatten());
+  if (dropout > 0) net->add(nn::Dropout(dropout));
+  net->add(nn::Dense(120, nn::relu)).add(nn::Dense(84, nn::relu)).add(nn::Dense(10));
+  return net;
+}
+
+// Both convolutions padded, 64 features straight into Dense(10).
+inline std::shared_ptr<nn::Block> make_lenet_pad() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Conv2D(16, 3, {.padding = 1, .activation = nn::relu}))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Flatten())
+      .add(nn::Dense(10));
+  return net;
+}
+
 // A wider LeNet: padding keeps more of the 8x8 image: 1x8x8 -> 16x8x8 -> 16x4x4 -> 32x4x4 ->
 // 32x2x2 (128 features) -> Dense(10).
 inline std::shared_ptr<nn::Block> make_lenet_wide() {
@@ -58,6 +100,26 @@ inline std::shared_ptr<nn::Block> make_lenet_wide() {
       .add(nn::MaxPool2D(2))
       .add(nn::Flatten())
       .add(nn::Dense(10));
+  return net;
+}
+
+// lenet_wide's shape with BatchNorm after each convolution (before its relu): 1x8x8 -> c1x8x8 ->
+// c1x4x4 -> c2x4x4 -> c2x2x2 -> Flatten -> Dropout -> Dense(10).
+inline std::shared_ptr<nn::Block> make_lenet_bn(std::int64_t c1 = 16, std::int64_t c2 = 32,
+                                                double dropout = 0) {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(c1, 3, {.padding = 1}))
+      .add(nn::BatchNorm())
+      .add(nn::Activation(nn::relu))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Conv2D(c2, 3, {.padding = 1}))
+      .add(nn::BatchNorm())
+      .add(nn::Activation(nn::relu))
+      .add(nn::MaxPool2D(2))
+      .add(nn::Flatten());
+  if (dropout > 0) net->add(nn::Dropout(dropout));
+  net->add(nn::Dense(10));
   return net;
 }
 
@@ -97,7 +159,14 @@ using ModelBuilder = std::function<std::shared_ptr<nn::Block>()>;
 inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
   static const std::vector<std::pair<std::string, ModelBuilder>> table = {
       {"lenet", make_lenet},
+      {"lenet_dropout", make_lenet_dropout},
       {"lenet_wide", make_lenet_wide},
+      {"lenet_bn", [] { return make_lenet_bn(); }},
+      {"lenet_bn_dropout", [] { return make_lenet_bn(16, 32, 0.25); }},
+      {"lenet_bn_wide", [] { return make_lenet_bn(32, 64); }},
+      {"lenet5", [] { return make_lenet5(0); }},
+      {"lenet5_dropout", [] { return make_lenet5(0.5); }},
+      {"lenet_pad", make_lenet_pad},
       {"mlp", make_mlp},
       {"residual_mlp", make_residual_mlp},
   };
