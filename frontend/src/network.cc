@@ -1,7 +1,8 @@
-// Network operators, composed of the element-wise and reduction ops. softmax, log_softmax and
-// softmax_cross_entropy compute their forward pass with recording paused and record one node
-// with a fused gradient rule (fewer saved arrays, and the rules that keep them stable);
-// dropout and batch_norm are recorded op by op.
+// Network operators. softmax and log_softmax over the last axis and softmax_cross_entropy are
+// one fused engine op each (the softmax kernel families of ops::Kernels), forward and backward;
+// softmax over another axis is composed of the element-wise and reduction ops. Each records
+// one node with a fused gradient rule (fewer saved arrays, and the rules that keep them
+// stable); dropout and batch_norm are recorded op by op.
 #include "tandem/nd/network.h"
 
 #include <string>
@@ -15,6 +16,7 @@
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/random.h"
 #include "tandem/nd/reduce.h"
+#include "view_op.h"
 
 namespace tandem::nd {
 
@@ -46,55 +48,86 @@ void check_classification(const char* op, const NDArray& logits, const NDArray& 
   detail::check_same_place(op, {&logits, &labels});
 }
 
-// The forward pass of log_softmax (no recording).
+// The forward pass of log_softmax over a non-last axis (no recording).
 NDArray log_softmax_values(const NDArray& x, int axis) {
   const NDArray shifted = x - nd::max(x, axis, true);
   return shifted - nd::log(nd::sum(nd::exp(shifted), axis, true));
 }
 
-}  // namespace
+NDArray dense(const NDArray& array) {
+  return array.is_contiguous() ? array : array.copy();
+}
 
-NDArray softmax(const NDArray& x, int axis) {
-  check_floating_input("softmax", x);
-  axis = checked_axis("softmax", x, axis);
+// softmax (or log_softmax) of x over its last axis: one op (no recording).
+NDArray softmax_last_axis(const NDArray& x, bool log) {
+  const char* op = log ? "log_softmax" : "softmax";
+  Engine& engine = x.engine();
+  const NDArray in = dense(x);
+  NDArray out = detail::allocate_array(engine, x.shape(), x.dtype(), x.device(), op);
+  detail::push_view_op<2>(engine, out.device(), op, {detail::lazy_view(in), detail::lazy_view(out)},
+                          {in.var()}, {out.var()},
+                          [log](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.softmax_rows(s, v[0], v[1], log);
+                          });
+  return out;
+}
+
+// Its gradient from the forward output y (dense) and dy: one op (no recording).
+NDArray softmax_last_axis_backward(const NDArray& y, const NDArray& dy, bool log) {
+  const char* op = log ? "log_softmax_backward" : "softmax_backward";
+  Engine& engine = y.engine();
+  const auto paused = autograd::pause(autograd::is_training());
+  const NDArray g = dense(dy);
+  NDArray dx = detail::allocate_array(engine, y.shape(), y.dtype(), y.device(), op);
+  detail::push_view_op<3>(
+      engine, dx.device(), op, {detail::lazy_view(y), detail::lazy_view(g), detail::lazy_view(dx)},
+      {y.var(), g.var()}, {dx.var()}, [log](const ops::Kernels& k, Stream* s, const auto& v) {
+        k.softmax_rows_backward(s, v[0], v[1], v[2], log);
+      });
+  return dx;
+}
+
+// softmax or log_softmax along `axis` with its node.
+NDArray softmax_op(const NDArray& x, int axis, bool log) {
+  const char* op = log ? "log_softmax" : "softmax";
+  check_floating_input(op, x);
+  axis = checked_axis(op, x, axis);
+  const bool last = axis == x.ndim() - 1;
   const bool record = autograd::should_record({&x});
   NDArray y;
   {
     const auto paused = autograd::pause(autograd::is_training());
-    const NDArray e = nd::exp(x - nd::max(x, axis, true));
-    y = e / nd::sum(e, axis, true);
+    if (last) {
+      y = softmax_last_axis(x, log);
+    } else if (log) {
+      y = log_softmax_values(x, axis);
+    } else {
+      const NDArray e = nd::exp(x - nd::max(x, axis, true));
+      y = e / nd::sum(e, axis, true);
+    }
   }
   if (record) {
     autograd::detail::Saver save;
     const NDArray saved_y = save(y);
     autograd::detail::record_node(
-        "softmax", {x}, {&y}, save.take(), [saved_y, axis](const std::vector<NDArray>& g) {
-          // dx = y * (g - sum(g * y))
-          return std::vector<NDArray>{saved_y * (g[0] - nd::sum(g[0] * saved_y, axis, true))};
+        op, {x}, {&y}, save.take(), [saved_y, axis, last, log](const std::vector<NDArray>& g) {
+          if (last) return std::vector<NDArray>{softmax_last_axis_backward(saved_y, g[0], log)};
+          // log: dx = g - softmax(x) * sum(g); else dx = y * (g - sum(g * y))
+          return std::vector<NDArray>{log ? g[0] - nd::exp(saved_y) * nd::sum(g[0], axis, true)
+                                          : saved_y * (g[0] - nd::sum(g[0] * saved_y, axis, true))};
         });
   }
   return y;
 }
 
+}  // namespace
+
+NDArray softmax(const NDArray& x, int axis) {
+  return softmax_op(x, axis, false);
+}
+
 NDArray log_softmax(const NDArray& x, int axis) {
-  check_floating_input("log_softmax", x);
-  axis = checked_axis("log_softmax", x, axis);
-  const bool record = autograd::should_record({&x});
-  NDArray y;
-  {
-    const auto paused = autograd::pause(autograd::is_training());
-    y = log_softmax_values(x, axis);
-  }
-  if (record) {
-    autograd::detail::Saver save;
-    const NDArray saved_y = save(y);
-    autograd::detail::record_node(
-        "log_softmax", {x}, {&y}, save.take(), [saved_y, axis](const std::vector<NDArray>& g) {
-          // dx = g - softmax(x) * sum(g)
-          return std::vector<NDArray>{g[0] - nd::exp(saved_y) * nd::sum(g[0], axis, true)};
-        });
-  }
-  return y;
+  return softmax_op(x, axis, true);
 }
 
 NDArray one_hot(const NDArray& labels, std::int64_t depth, DType dtype) {
@@ -117,25 +150,52 @@ NDArray one_hot(const NDArray& labels, std::int64_t depth, DType dtype) {
 }
 
 NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels) {
-  check_classification("softmax_cross_entropy", logits, labels);
+  const char* op = "softmax_cross_entropy";
+  check_classification(op, logits, labels);
+  Engine& engine = logits.engine();
   const bool record = autograd::should_record({&logits});
+  const std::int64_t rows = logits.shape()[0];
   NDArray loss;
-  NDArray gradient;  // softmax - one_hot, what the rule scales
+  NDArray probabilities;  // softmax(logits), what the rule needs
+  NDArray classes;        // the labels as dense int32
   {
     const auto paused = autograd::pause(autograd::is_training());
-    const NDArray log_p = log_softmax_values(logits, 1);
-    const NDArray truth = one_hot(labels, logits.shape()[1], logits.dtype());
-    loss = nd::negative(nd::sum(truth * log_p, 1));
-    if (record) gradient = nd::exp(log_p) - truth;
+    const NDArray x = dense(logits);
+    classes = labels.dtype() == int32 ? dense(labels) : labels.astype(int32);
+    loss = detail::allocate_array(engine, Shape{rows}, logits.dtype(), logits.device(), op);
+    if (record) {
+      probabilities =
+          detail::allocate_array(engine, logits.shape(), logits.dtype(), logits.device(), op);
+    }
+    const detail::LazyView vp = record ? detail::lazy_view(probabilities) : detail::LazyView{};
+    const Var writes[2] = {loss.var(), record ? probabilities.var() : loss.var()};
+    detail::push_view_op<4>(
+        engine, loss.device(), op,
+        {detail::lazy_view(x), detail::lazy_view(classes), detail::lazy_view(loss), vp},
+        {x.var(), classes.var()}, std::span<const Var>(writes, record ? 2 : 1),
+        [](const ops::Kernels& k, Stream* s, const auto& v) {
+          k.softmax_cross_entropy_rows(s, v[0], v[1], v[2], v[3]);
+        });
   }
   if (record) {
     autograd::detail::Saver save;
-    const NDArray saved = save(gradient);
-    const std::int64_t rows = logits.shape()[0];
+    const NDArray saved_p = save(probabilities);
+    const NDArray saved_labels = save(classes);
     autograd::detail::record_node(
-        "softmax_cross_entropy", {logits, labels}, {&loss}, save.take(),
-        [saved, rows](const std::vector<NDArray>& g) {
-          return std::vector<NDArray>{saved * g[0].reshape({rows, 1}), NDArray()};
+        op, {logits, labels}, {&loss}, save.take(),
+        [saved_p, saved_labels](const std::vector<NDArray>& g) {
+          const char* name = "softmax_cross_entropy_backward";
+          Engine& e = saved_p.engine();
+          NDArray dlogits =
+              detail::allocate_array(e, saved_p.shape(), saved_p.dtype(), saved_p.device(), name);
+          detail::push_view_op<4>(e, dlogits.device(), name,
+                                  {detail::lazy_view(saved_p), detail::lazy_view(saved_labels),
+                                   detail::lazy_view(g[0]), detail::lazy_view(dlogits)},
+                                  {saved_p.var(), saved_labels.var(), g[0].var()}, {dlogits.var()},
+                                  [](const ops::Kernels& k, Stream* s, const auto& v) {
+                                    k.softmax_cross_entropy_backward(s, v[0], v[1], v[2], v[3]);
+                                  });
+          return std::vector<NDArray>{dlogits, NDArray()};
         });
   }
   return loss;

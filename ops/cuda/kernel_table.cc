@@ -12,6 +12,7 @@
 #include "tandem/ops/cuda/pooling.h"
 #include "tandem/ops/cuda/random.h"
 #include "tandem/ops/cuda/reduce.h"
+#include "tandem/ops/cuda/softmax.h"
 
 namespace tandem::ops {
 
@@ -101,6 +102,27 @@ const Kernels& cuda_kernels() {
       .avg_pool2d_backward =
           [](Stream* s, const ArrayView& dy, const ArrayView& dx, const Pool2dGeometry& g) {
             cuda::avg_pool2d_backward(dy, dx, g, on(s, "avg_pool2d_backward"));
+          },
+      .softmax_rows =
+          [](Stream* s, const ArrayView& in, const ArrayView& out, bool log) {
+            cuda::softmax_rows(in, out, log, on(s, log ? "log_softmax" : "softmax"));
+          },
+      .softmax_rows_backward =
+          [](Stream* s, const ArrayView& y, const ArrayView& dy, const ArrayView& dx, bool log) {
+            cuda::softmax_rows_backward(y, dy, dx, log,
+                                        on(s, log ? "log_softmax_backward" : "softmax_backward"));
+          },
+      .softmax_cross_entropy_rows =
+          [](Stream* s, const ArrayView& logits, const ArrayView& labels, const ArrayView& loss,
+             const ArrayView& probabilities) {
+            cuda::softmax_cross_entropy_rows(logits, labels, loss, probabilities,
+                                             on(s, "softmax_cross_entropy"));
+          },
+      .softmax_cross_entropy_backward =
+          [](Stream* s, const ArrayView& probabilities, const ArrayView& labels,
+             const ArrayView& head_grad, const ArrayView& dlogits) {
+            cuda::softmax_cross_entropy_backward(probabilities, labels, head_grad, dlogits,
+                                                 on(s, "softmax_cross_entropy_backward"));
           },
   };
   return table;

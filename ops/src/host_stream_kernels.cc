@@ -15,6 +15,7 @@
 #include "tandem/ops/cpu/pooling.h"
 #include "tandem/ops/cpu/random.h"
 #include "tandem/ops/cpu/reduce.h"
+#include "tandem/ops/cpu/softmax.h"
 #include "tandem/ops/kernels.h"
 #include "tandem/ops/philox.h"
 
@@ -37,6 +38,8 @@ WorkCost pass_cost(const ArrayView& view, int operands, double flops) {
 
 // Philox rounds per value: a dozen multiplies and adds.
 constexpr double kRandomFlops = 20.0;
+// Softmax over rows: max, subtract, exp, sum and a divide (or log) per element.
+constexpr double kSoftmaxFlops = 12.0;
 
 std::uint64_t random_blocks(const ArrayView& out) {
   const std::int64_t per_block = out.dtype == DType::float32
@@ -194,6 +197,40 @@ const Kernels& host_stream_kernels() {
             require_stream(stream, "avg_pool2d_backward")
                 .enqueue_host([dy, dx, g] { cpu::avg_pool2d_backward(dy, dx, g); },
                               pool_cost(g, dx.dtype));
+          },
+      .softmax_rows =
+          [](Stream* stream, const ArrayView& in, const ArrayView& out, bool log) {
+            require_stream(stream, log ? "log_softmax" : "softmax")
+                .enqueue_host([in, out, log] { cpu::softmax_rows(in, out, log); },
+                              pass_cost(out, 2, kSoftmaxFlops));
+          },
+      .softmax_rows_backward =
+          [](Stream* stream, const ArrayView& y, const ArrayView& dy, const ArrayView& dx,
+             bool log) {
+            require_stream(stream, log ? "log_softmax_backward" : "softmax_backward")
+                .enqueue_host([y, dy, dx, log] { cpu::softmax_rows_backward(y, dy, dx, log); },
+                              pass_cost(dx, 3, kSoftmaxFlops));
+          },
+      .softmax_cross_entropy_rows =
+          [](Stream* stream, const ArrayView& logits, const ArrayView& labels,
+             const ArrayView& loss, const ArrayView& probabilities) {
+            require_stream(stream, "softmax_cross_entropy")
+                .enqueue_host(
+                    [logits, labels, loss, probabilities] {
+                      cpu::softmax_cross_entropy_rows(logits, labels, loss, probabilities);
+                    },
+                    pass_cost(logits, probabilities.data != nullptr ? 2 : 1, kSoftmaxFlops));
+          },
+      .softmax_cross_entropy_backward =
+          [](Stream* stream, const ArrayView& probabilities, const ArrayView& labels,
+             const ArrayView& head_grad, const ArrayView& dlogits) {
+            require_stream(stream, "softmax_cross_entropy_backward")
+                .enqueue_host(
+                    [probabilities, labels, head_grad, dlogits] {
+                      cpu::softmax_cross_entropy_backward(probabilities, labels, head_grad,
+                                                          dlogits);
+                    },
+                    pass_cost(dlogits, 2, 2.0));
           },
   };
   return table;

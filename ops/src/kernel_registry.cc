@@ -104,6 +104,10 @@ const char* missing_kernel(const Kernels& table) {
   TANDEM_CHECK_FAMILY(avg_pool2d)
   TANDEM_CHECK_FAMILY(max_pool2d_backward)
   TANDEM_CHECK_FAMILY(avg_pool2d_backward)
+  TANDEM_CHECK_FAMILY(softmax_rows)
+  TANDEM_CHECK_FAMILY(softmax_rows_backward)
+  TANDEM_CHECK_FAMILY(softmax_cross_entropy_rows)
+  TANDEM_CHECK_FAMILY(softmax_cross_entropy_backward)
 #undef TANDEM_CHECK_FAMILY
   return nullptr;
 }

@@ -58,6 +58,71 @@ TEST_SUITE("frontend.network") {
     }
   }
 
+  TEST_CASE("the fused last-axis softmax ops match the composed path, values and gradients") {
+    // float32 arrays: the fused and composed forms round differently.
+    for (Device device : {cpu(), sim(0)}) {
+      CAPTURE(to_string(device));
+      const NDArray x =
+          nd::array({{0.5, -1.0, 2.0, 0.25}, {3.0, 3.0, -2.0, 1.0}, {-4.0, 0.0, 1.0, 2.0}}, device);
+      const NDArray dy =
+          nd::array({{1.0, -2.0, 0.5, 0.0}, {0.25, 1.0, -1.0, 2.0}, {1.0, 1.0, 1.0, -3.0}}, device);
+      for (bool log : {false, true}) {
+        CAPTURE(log);
+        const auto op = [log](const NDArray& a, int axis) {
+          return log ? nd::log_softmax(a, axis) : nd::softmax(a, axis);
+        };
+        // Fused: last axis; composed: axis 0 of the transpose.
+        NDArray fused_x = x.copy(), composed_x = x.T().copy();
+        fused_x.attach_grad();
+        composed_x.attach_grad();
+        NDArray fused, composed;
+        {
+          auto recording = ag::record();
+          fused = op(fused_x, -1);
+          nd::sum(fused * dy).backward();
+        }
+        {
+          auto recording = ag::record();
+          composed = op(composed_x, 0);
+          nd::sum(composed * dy.T()).backward();
+        }
+        const auto f = fused.to_vector<double>(), c = composed.T().copy().to_vector<double>();
+        const auto fg = fused_x.grad().to_vector<double>();
+        const auto cg = composed_x.grad().T().copy().to_vector<double>();
+        for (std::size_t i = 0; i < f.size(); ++i) {
+          CHECK(f[i] == doctest::Approx(c[i]).epsilon(1e-5));
+          CHECK(fg[i] == doctest::Approx(cg[i]).epsilon(1e-5));
+        }
+      }
+      // Cross entropy against the composed formula, an out-of-range label included (loss 0,
+      // gradient softmax).
+      NDArray logits = x.copy();
+      logits.attach_grad();
+      const NDArray labels = nd::from_vector(std::vector<std::int32_t>{2, 0, 7}, device);
+      NDArray loss;
+      {
+        auto recording = ag::record();
+        loss = nd::softmax_cross_entropy(logits, labels);
+        nd::sum(loss * nd::array({1.0, -0.5, 2.0}, device)).backward();
+      }
+      const auto ref_lp = nd::log_softmax(x.T().copy(), 0).T().copy().to_vector<double>();
+      const auto l = loss.to_vector<double>();
+      CHECK(l[0] == doctest::Approx(-ref_lp[2]).epsilon(1e-5));
+      CHECK(l[1] == doctest::Approx(-ref_lp[4]).epsilon(1e-5));
+      CHECK(l[2] == 0.0);
+      const auto g = logits.grad().to_vector<double>();
+      const double head[3] = {1.0, -0.5, 2.0};
+      const int label[3] = {2, 0, 7};
+      for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 4; ++c) {
+          const double expected =
+              head[r] * (std::exp(ref_lp[r * 4 + c]) - (c == label[r] ? 1.0 : 0.0));
+          CHECK(g[r * 4 + c] == doctest::Approx(expected).epsilon(1e-5));
+        }
+      }
+    }
+  }
+
   TEST_CASE("one_hot, accuracy and flatten") {
     const NDArray labels = nd::from_vector(std::vector<std::int32_t>{2, 0, 1, 7});
     CHECK(nd::one_hot(labels, 3).shape() == Shape{4, 3});

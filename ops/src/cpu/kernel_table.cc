@@ -7,6 +7,7 @@
 #include "tandem/ops/cpu/pooling.h"
 #include "tandem/ops/cpu/random.h"
 #include "tandem/ops/cpu/reduce.h"
+#include "tandem/ops/cpu/softmax.h"
 #include "tandem/ops/kernels.h"
 
 namespace tandem::ops {
@@ -65,6 +66,21 @@ const Kernels& host_kernels() {
              const Pool2dGeometry& g) { cpu::max_pool2d_backward(x, dy, dx, g); },
       .avg_pool2d_backward = [](Stream*, const ArrayView& dy, const ArrayView& dx,
                                 const Pool2dGeometry& g) { cpu::avg_pool2d_backward(dy, dx, g); },
+      .softmax_rows = [](Stream*, const ArrayView& in, const ArrayView& out,
+                         bool log) { cpu::softmax_rows(in, out, log); },
+      .softmax_rows_backward = [](Stream*, const ArrayView& y, const ArrayView& dy,
+                                  const ArrayView& dx,
+                                  bool log) { cpu::softmax_rows_backward(y, dy, dx, log); },
+      .softmax_cross_entropy_rows =
+          [](Stream*, const ArrayView& logits, const ArrayView& labels, const ArrayView& loss,
+             const ArrayView& probabilities) {
+            cpu::softmax_cross_entropy_rows(logits, labels, loss, probabilities);
+          },
+      .softmax_cross_entropy_backward =
+          [](Stream*, const ArrayView& probabilities, const ArrayView& labels,
+             const ArrayView& head_grad, const ArrayView& dlogits) {
+            cpu::softmax_cross_entropy_backward(probabilities, labels, head_grad, dlogits);
+          },
   };
   return table;
 }

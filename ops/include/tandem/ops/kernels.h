@@ -80,6 +80,23 @@ struct Kernels {
                               const ArrayView& dx, const Pool2dGeometry& g) = nullptr;
   void (*avg_pool2d_backward)(Stream* stream, const ArrayView& dy, const ArrayView& dx,
                               const Pool2dGeometry& g) = nullptr;
+  // Softmax over the last axis of dense rows x classes views (softmax.h), stable with the row
+  // maximum: out = softmax(in) or log_softmax(in) (log); its gradient dx from the output y and
+  // dy (dx = y * (dy - sum(dy * y)), or dy - exp(y) * sum(dy) for log).
+  void (*softmax_rows)(Stream* stream, const ArrayView& in, const ArrayView& out,
+                       bool log) = nullptr;
+  void (*softmax_rows_backward)(Stream* stream, const ArrayView& y, const ArrayView& dy,
+                                const ArrayView& dx, bool log) = nullptr;
+  // Cross entropy of softmax(logits) (dense rows x classes) against int32 labels (rows): loss
+  // per row, and the probabilities when probabilities.data != nullptr. A label outside
+  // [0, classes) has loss 0. head_grad is 1-d with any stride (0: broadcast). The backward:
+  // dlogits[r] = head_grad[r] * (p[r] - one_hot(label)).
+  void (*softmax_cross_entropy_rows)(Stream* stream, const ArrayView& logits,
+                                     const ArrayView& labels, const ArrayView& loss,
+                                     const ArrayView& probabilities) = nullptr;
+  void (*softmax_cross_entropy_backward)(Stream* stream, const ArrayView& probabilities,
+                                         const ArrayView& labels, const ArrayView& head_grad,
+                                         const ArrayView& dlogits) = nullptr;
 };
 
 // The name of the first family `table` lacks ("unary", "gemm", ...), nullptr when it has all.
