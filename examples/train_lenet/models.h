@@ -153,6 +153,58 @@ inline std::shared_ptr<nn::Block> make_residual_mlp() {
   return net;
 }
 
+// ResNet's basic block written as user code:
+// out = relu(shortcut(x) + bn2(conv2(relu(bn1(conv1(x)))))), the 3x3 convolutions padded, the
+// first with `stride`; the shortcut is x itself, or a strided 1x1 convolution + BatchNorm when
+// the block changes the channels or the size.
+class ConvResidual : public nn::Block {
+ public:
+  ConvResidual(std::int64_t channels, std::int64_t stride, bool project)
+      : conv1_(register_child(
+            "conv1", nn::Conv2D(channels, 3, {.stride = stride, .padding = 1, .use_bias = false}))),
+        bn1_(register_child("bn1", nn::BatchNorm())),
+        conv2_(register_child("conv2", nn::Conv2D(channels, 3, {.padding = 1, .use_bias = false}))),
+        bn2_(register_child("bn2", nn::BatchNorm())) {
+    if (project) {
+      shortcut_conv_ = register_child(
+          "shortcut_conv", nn::Conv2D(channels, 1, {.stride = stride, .use_bias = false}));
+      shortcut_bn_ = register_child("shortcut_bn", nn::BatchNorm());
+    }
+  }
+
+  nd::NDArray forward(const nd::NDArray& x) override {
+    const nd::NDArray h = nd::relu((*bn1_)((*conv1_)(x)));
+    const nd::NDArray y = (*bn2_)((*conv2_)(h));
+    const nd::NDArray shortcut = shortcut_conv_ ? (*shortcut_bn_)((*shortcut_conv_)(x)) : x;
+    return nd::relu(shortcut + y);
+  }
+
+ private:
+  std::shared_ptr<nn::Conv2D> conv1_;
+  std::shared_ptr<nn::BatchNorm> bn1_;
+  std::shared_ptr<nn::Conv2D> conv2_;
+  std::shared_ptr<nn::BatchNorm> bn2_;
+  std::shared_ptr<nn::Conv2D> shortcut_conv_;  // null: the identity shortcut
+  std::shared_ptr<nn::BatchNorm> shortcut_bn_;
+};
+
+// A small ResNet for 8x8 images, the seeds' ResNet-18 shape scaled down: a 3x3 stem with
+// BatchNorm, a residual block at 16 channels (8x8), one at 32 channels that halves the size
+// (4x4), global average pooling, 10 logits.
+inline std::shared_ptr<nn::Block> make_resnet() {
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(OneChannel())
+      .add(nn::Conv2D(16, 3, {.padding = 1, .use_bias = false}))
+      .add(nn::BatchNorm())
+      .add(nn::Activation(nn::relu))
+      .add(ConvResidual(16, 1, false))
+      .add(ConvResidual(32, 2, true))
+      .add(nn::GlobalAvgPool2D())
+      .add(nn::Flatten())
+      .add(nn::Dense(10));
+  return net;
+}
+
 using ModelBuilder = std::function<std::shared_ptr<nn::Block>()>;
 
 // The models by name, in the order --help lists them.
@@ -169,6 +221,7 @@ inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
       {"lenet_pad", make_lenet_pad},
       {"mlp", make_mlp},
       {"residual_mlp", make_residual_mlp},
+      {"resnet", make_resnet},
   };
   return table;
 }
