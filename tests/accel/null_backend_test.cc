@@ -6,9 +6,9 @@
 #include <tandem/profiler.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
-#include <array>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
