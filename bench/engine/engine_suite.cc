@@ -10,6 +10,7 @@
 #include "busy_work.h"
 #include "idle_cpu.h"
 #include "metg.h"
+#include "replay_workloads.h"
 #include "tandem/profiler.h"
 #include "tbb_flow_workloads.h"
 #include "watchdog.h"
@@ -80,6 +81,7 @@ void EngineSuite::run() {
     if (workload == "one_chain") measure_writes_round_robin(workload, 1);
     if (workload == "fan_out") measure_fan_out();
     if (workload == "push_cost") measure_push_cost();
+    if (workload == "replay_ns_per_op") measure_replay_ns_per_op();
     if (workload == "metg_stencil_1d") measure_metg_stencil_1d();
   }
 }
@@ -239,6 +241,13 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_stencil_point(const 
   std::vector<Entrant> entrants = push_entrants({"tandem", "starpu"}, 2 * width, run);
   if (enabled("tbb_flow")) {
     entrants.push_back({"tbb_flow", [=] { return tbb_flow_stencil_1d(width, steps, work); }});
+  }
+  if (enabled("tandem_replay")) {
+    auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(2 * width));
+    entrants.push_back({"tandem_replay", [this, vars, width, steps, work] {
+                          return run_stencil_1d_replayed(tandem_.engine(), vars->handles(), width,
+                                                         steps, work);
+                        }});
   }
   // Last in every round, so timings.back() holds what the machine gave a scheduler-free run
   // in each round. Each system's run is compared with the probe of its own round, so a burst

@@ -45,6 +45,11 @@ std::vector<TargetResult> evaluate_targets(const Records& records) {
       check("metg_stencil_1d: tandem METG(50%) ns", "<= 500 ns", 500.0, metg("tandem")));
   targets.push_back(check("metg_stencil_1d: tandem / starpu METG", "<= 1/10", 0.1, metg("tandem"),
                           metg("starpu")));
+  // Capture and replay (replay_workloads.h).
+  targets.push_back(check("replay_ns_per_op: replay ns per op", "<= 25 ns", 25.0,
+                          ns_per_op("replay_ns_per_op", "replay")));
+  targets.push_back(check("metg_stencil_1d: tandem_replay METG(50%) ns", "<= 250 ns", 250.0,
+                          metg("tandem_replay")));
   return targets;
 }
 
