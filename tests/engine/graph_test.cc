@@ -422,3 +422,19 @@ TEST_CASE("sim device ops and async ops in a graph replay like pushes") {
   for (Var v : {a, b, c}) engine->delete_var(v);
   engine->wait_all();
 }
+
+TEST_CASE("the user guide's capture example replays to 2047") {
+  auto engine = make_engine(each_engine_kind());
+  Var x = engine->new_var(), y = engine->new_var();
+  double vx = 1, vy = 0;
+  CapturedGraph step = capture(*engine, [&] {
+    engine->push([&] { vy = vx * 2; }, cpu(), {x}, {y}, {.name = "double"});
+    engine->push([&] { vx = vy + 1; }, cpu(), {y}, {x}, {.name = "increment"});
+  });
+  for (int i = 0; i < 10; ++i) step.replay();
+  engine->wait_for_var(x);
+  CHECK(vx == 2047);
+  step = CapturedGraph();
+  engine->delete_var(x);
+  engine->delete_var(y);
+}
