@@ -291,6 +291,8 @@ void EngineCore::replay_segment(const std::shared_ptr<GraphPlan>& plan,
                         .async_completion = true,
                         .no_skip = true};
   unit->sink = this;
+  if (profiling::enabled()) [[unlikely]]
+    profiling::on_push(unit);  // the profiler sees the segment as one op, "graph replay"
   submit_prepared(unit);
 }
 
