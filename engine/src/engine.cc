@@ -116,9 +116,10 @@ class EngineFacade final : public Engine {
  protected:
   void submit(detail::OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override {
-    // Inside a capture on this thread (tandem/graph.h), the push is recorded instead.
-    if (detail::GraphRecorder* recorder = detail::recording(this)) [[unlikely]]
-      return recorder->record(core(), op, device, reads, writes, props);
+    // A capture open on this thread (tandem/graph.h): one TLS load and a test here, the rest
+    // out of line, so the common push stays a tail call.
+    if (detail::tls_graph_recorder != nullptr) [[unlikely]]
+      return submit_while_capturing(op, device, reads, writes, props);
     core().submit(op, device, reads, writes, props);
   }
   void submit_delete(detail::OpRecord* op, Var var) override {
@@ -129,6 +130,15 @@ class EngineFacade final : public Engine {
 
  private:
   friend detail::EngineCore& detail::core_of(Engine& engine);
+
+  // Records the push when the capture is on this engine; other engines' pushes go through.
+  [[gnu::cold, gnu::noinline]] void submit_while_capturing(detail::OpRecord* op, Device device,
+                                                           VarList reads, VarList writes,
+                                                           const OpProps& props) {
+    if (detail::GraphRecorder* recorder = detail::recording(this))
+      return recorder->record(core(), op, device, reads, writes, props);
+    core().submit(op, device, reads, writes, props);
+  }
   detail::EngineCore& core() const { return *core_.load(std::memory_order_relaxed); }
 
   // A wait inside a capture would wait for ops that are recorded, not run.
