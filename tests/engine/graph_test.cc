@@ -2,6 +2,7 @@
 #include <tandem/accel/accelerator.h>
 #include <tandem/accel/stream.h>
 #include <tandem/graph.h>
+#include <tandem/profiler.h>
 
 #include <array>
 #include <atomic>
@@ -437,4 +438,26 @@ TEST_CASE("the user guide's capture example replays to 2047") {
   step = CapturedGraph();
   engine->delete_var(x);
   engine->delete_var(y);
+}
+
+TEST_CASE("the profiler records a replayed segment as one op, 'graph replay'") {
+  auto engine = make_engine(each_engine_kind());
+  Var x = engine->new_var();
+  CapturedGraph graph = capture(*engine, [&] {
+    for (int i = 0; i < 5; ++i) engine->push([] {}, cpu(), {}, {x}, {.name = "inner"});
+  });
+  profiler::start();
+  graph.replay();
+  engine->wait_all();
+  profiler::stop();
+  int replays = 0, inner = 0;
+  for (const profiler::OpEvent& event : profiler::events()) {
+    replays += event.name == "graph replay";
+    inner += event.name == "inner";
+  }
+  profiler::clear();
+  CHECK(replays == 1);
+  CHECK(inner == 0);
+  graph = CapturedGraph();
+  engine->delete_var(x);
 }
