@@ -461,3 +461,40 @@ TEST_CASE("the profiler records a replayed segment as one op, 'graph replay'") {
   graph = CapturedGraph();
   engine->delete_var(x);
 }
+
+TEST_CASE("an async op completed from another thread and an op that pushes replay like pushes") {
+  auto engine = make_engine(each_engine_kind());
+  Var a = engine->new_var(), b = engine->new_var(), pushed = engine->new_var();
+  std::int64_t va = 0, vb = 0, follow_ups = 0;
+  std::vector<std::thread> completers;
+  std::mutex completers_mutex;
+  CapturedGraph graph = capture(*engine, [&] {
+    engine->push(
+        [&](RunContext& ctx) {
+          std::lock_guard lock(completers_mutex);
+          completers.emplace_back([&va, done = ctx.take_completion()]() mutable {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            ++va;
+            done();
+          });
+        },
+        cpu(), {}, {a}, {.name = "async", .async_completion = true});
+    engine->push(
+        [&] {
+          vb = va * 10;
+          engine->push([&] { ++follow_ups; }, cpu(), {}, {pushed}, {.name = "follow-up"});
+        },
+        cpu(), {a}, {b}, {.name = "reads async"});
+  });
+  CHECK(graph.num_pushed_ops() == 1);
+  for (int i = 1; i <= 3; ++i) {
+    graph.replay();
+    engine->wait_for_var(b);
+    CHECK(vb == 10 * i);
+  }
+  engine->wait_all();
+  CHECK(follow_ups == 3);
+  for (std::thread& thread : completers) thread.join();
+  graph = CapturedGraph();
+  for (Var v : {a, b, pushed}) engine->delete_var(v);
+}
