@@ -353,18 +353,23 @@ def render_training(records, meta):
     epochs = [r for r in records if r.get("workload") == "lenet_digits" and not r.get("skipped")]
     if epochs:
         rows = [[r["system"], r.get("device", "—"), r.get("model", "—"), fmt_cell(r.get("epochs")),
-                 fmt_cell(r.get("test_accuracy")), fmt_s(r.get("seconds_per_epoch")),
+                 fmt_cell(len(r.get("test_accuracy_per_seed", [])) or 1),
+                 fmt_cell(r.get("test_accuracy")), fmt_cell(r.get("test_accuracy_worst")),
+                 fmt_s(r.get("seconds_per_epoch")),
                  fmt_s(r.get("first_epoch_seconds")), fmt_cell(r.get("peak_rss_mb"))]
                 for r in epochs]
         lines += ["**lenet_digits**: training on the digits (1497 images, batch 64, SGD 0.1 with "
-                  "momentum 0.9), then the accuracy on the 300 test images. tandem runs "
-                  "train_lenet's default recipe (random 1-pixel shifts, weight decay 5e-4, a "
-                  "cosine learning rate; its model lenet_bn); the JAX peer trains the lenet_step "
+                  "momentum 0.9), then the accuracy on the 300 test images: the mean and the worst "
+                  "over the seeds (initial weights and shuffling; one seed moves by about 1%). "
+                  "tandem runs train_lenet's default recipe (random 1-pixel shifts, weight decay "
+                  "5e-4, a cosine learning rate) on its default model lenet_bn and on the small "
+                  "ResNet (--model resnet); the JAX peer trains the lenet_step "
                   "model with plain SGD, so its accuracy is not the same experiment. Seconds per "
                   "epoch "
                   "are the mean of the epochs after the first; peak RSS is the training "
                   "process's (JAX's includes the Python interpreter and XLA).", ""]
-        lines += table(["system", "device", "model", "epochs", "test accuracy", "per epoch",
+        lines += table(["system", "device", "model", "epochs", "seeds", "test accuracy (mean)",
+                        "worst seed", "per epoch",
                         "first epoch", "peak RSS MB"], rows)
     skipped = [r for r in records if r.get("skipped")]
     for r in skipped:
