@@ -48,7 +48,8 @@ DataParallelFigures measure(const data::DigitsDataSet& digits, int devices,
   options.devices.clear();
   for (int d = 0; d < devices; ++d) options.devices.push_back(sim(d));
   examples::DataParallelTraining training(digits, options);
-  training.run_epoch();  // warm-up: the memory pools grow, the first-use costs are paid
+  // Warm-up: the memory pools grow, the first-use costs are paid.
+  training.run_epoch(/*profile=*/false, /*max_batches=*/3);
   std::vector<double> seconds;
   examples::DataParallelEpoch last;
   for (int e = 0; e < timed_epochs; ++e) {
@@ -75,7 +76,7 @@ void run_data_parallel(const MultiDeviceOptions& options, Records& records) {
     return;
   }
   const data::DigitsDataSet digits = data::load_digits(options.digits_dir);
-  const int timed_epochs = options.quick ? 3 : 7;
+  const int timed_epochs = options.quick ? 2 : 5;
   const int present = device_count(DeviceKind::sim);
   double one_device = 0;
   for (const int devices : {1, 2, 4}) {

@@ -107,9 +107,9 @@ int main(int argc, char** argv) {
       }
     }
     if (!flags.timeline.empty()) {
-      training.run_epoch(/*profile=*/true, /*max_batches=*/2);
+      training.run_epoch(/*profile=*/true, /*max_batches=*/1);
       std::ofstream(flags.timeline) << tandem::profiler::timeline_svg(tandem::profiler::events());
-      std::printf("timeline of two steps written to %s\n", flags.timeline.c_str());
+      std::printf("timeline of one step written to %s\n", flags.timeline.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_multi_device: %s\n", e.what());

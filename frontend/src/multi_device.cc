@@ -7,6 +7,7 @@
 #include "checks.h"
 #include "ring_allreduce.h"
 #include "tandem/errors.h"
+#include "tandem/ops/dtype.h"
 #include "transfer.h"
 
 namespace tandem::nd {
@@ -83,7 +84,8 @@ void allreduce(const std::vector<NDArray>& arrays, AllreduceAlgorithm algorithm)
     case AllreduceAlgorithm::automatic:
       break;
   }
-  if (arrays.size() >= 3 && detail::ring_fits(arrays)) {
+  const std::size_t bytes = static_cast<std::size_t>(total.size()) * ops::dtype_size(total.dtype());
+  if (arrays.size() >= 3 && bytes >= kRingMinimumBytes && detail::ring_fits(arrays)) {
     detail::ring_allreduce(arrays);
   } else {
     gather_allreduce(arrays);

@@ -160,30 +160,39 @@ TEST_SUITE("frontend.data_parallel") {
     }
   }
 
-  TEST_CASE("ring and automatic allreduce of random floats: every device gets the same bits") {
+  TEST_CASE("ring, gather and automatic allreduce of random floats: every device, same bits") {
     if (!have_sims(4)) return;
     const std::vector<Device> devices = sim_devices(4);
-    nd::random::seed(3);
-    std::vector<NDArray> ring, automatic, gather;
-    for (const Device& device : devices) {
-      const NDArray values = nd::random::normal({37, 3});
-      ring.push_back(values.copyto(device));
-      automatic.push_back(values.copyto(device));
-      gather.push_back(values.copyto(device));
-    }
-    nd::allreduce(ring, nd::AllreduceAlgorithm::ring);
-    nd::allreduce(automatic);  // 4 contiguous arrays on distinct sim devices: the ring
-    nd::allreduce(gather, nd::AllreduceAlgorithm::gather);
-    const std::vector<float> first = ring.front().to_vector<float>();
-    for (std::size_t d = 0; d < devices.size(); ++d) {
-      CHECK(ring[d].to_vector<float>() == first);
-      CHECK(automatic[d].to_vector<float>() == first);
-      CHECK(gather[d].to_vector<float>() == gather.front().to_vector<float>());
-      // Ring and gather add in other orders: equal to float32 rounding, not to the bit.
-      const std::vector<float> other = gather[d].to_vector<float>();
-      for (std::size_t i = 0; i < first.size(); ++i) {
-        CHECK(std::abs(first[i] - other[i]) <= 1e-5f * std::max(1.0f, std::abs(other[i])));
+    // Below kRingMinimumBytes automatic gathers; from it on it runs the ring.
+    const std::int64_t large = static_cast<std::int64_t>(nd::kRingMinimumBytes / sizeof(float));
+    for (const std::int64_t elements : std::vector<std::int64_t>{111, large + 3}) {
+      CAPTURE(elements);
+      nd::random::seed(3);
+      std::vector<NDArray> ring, automatic, gather;
+      for (const Device& device : devices) {
+        const NDArray values = nd::random::normal({elements});
+        ring.push_back(values.copyto(device));
+        automatic.push_back(values.copyto(device));
+        gather.push_back(values.copyto(device));
       }
+      nd::allreduce(ring, nd::AllreduceAlgorithm::ring);
+      nd::allreduce(automatic);
+      nd::allreduce(gather, nd::AllreduceAlgorithm::gather);
+      const std::vector<float> by_ring = ring.front().to_vector<float>();
+      const std::vector<float> by_gather = gather.front().to_vector<float>();
+      const std::vector<float>& chosen = elements >= large ? by_ring : by_gather;
+      for (std::size_t d = 0; d < devices.size(); ++d) {
+        CHECK(ring[d].to_vector<float>() == by_ring);
+        CHECK(gather[d].to_vector<float>() == by_gather);
+        CHECK(automatic[d].to_vector<float>() == chosen);
+      }
+      // Ring and gather add in other orders: equal to float32 rounding, not to the bit.
+      float worst = 0;
+      for (std::size_t i = 0; i < by_ring.size(); ++i) {
+        worst = std::max(
+            worst, std::abs(by_ring[i] - by_gather[i]) / std::max(1.0f, std::abs(by_gather[i])));
+      }
+      CHECK(worst <= 1e-5f);
     }
   }
 
@@ -286,15 +295,15 @@ TEST_SUITE("frontend.data_parallel") {
       }
     }
     for (const NDArray& loss : losses) loss.wait_to_read();
-    // A gate op writes each device's input: the first layer's weight gradient reads the input,
+    // A gate op writes the devices' inputs: the first layer's weight gradient reads the input,
     // so it cannot run until the gate opens; the second layer's gradient reads only the first
     // layer's output and the loss gradient.
     std::promise<void> open_gate;
     const std::shared_future<void> gate = open_gate.get_future().share();
     GateOpener opener{open_gate};
-    for (const NDArray& x : xs) {
-      Engine::get().push([gate] { gate.wait(); }, cpu(), {}, {x.var()}, {.name = "gate"});
-    }
+    // One op for both inputs: it holds one CPU worker, the others keep running.
+    Engine::get().push([gate] { gate.wait(); }, cpu(), {}, {xs[0].var(), xs[1].var()},
+                       {.name = "gate"});
     for (const NDArray& loss : losses) loss.backward();
     const nn::ParameterDict params = net->collect_params();
     // Every parameter's sum was queued from inside a backward.

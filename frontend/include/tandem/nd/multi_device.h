@@ -10,6 +10,7 @@
 // peer-copy stream between accelerators) and overlap the compute queued around them.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "tandem/device.h"
@@ -25,10 +26,18 @@ namespace tandem::nd {
 std::vector<NDArray> split_and_load(const NDArray& batch, const std::vector<Device>& devices,
                                     bool even_split = true);
 
+// The smallest array (in bytes) that AllreduceAlgorithm::automatic sends around the ring: with
+// the default sim bus (12 GB/s, 5 us per copy) the ring's D - 1 fewer bytes per link pay for
+// its extra copies from about 128 KiB on 4 devices.
+inline constexpr std::size_t kRingMinimumBytes = 256 * 1024;
+
 // How allreduce moves the data.
 enum class AllreduceAlgorithm {
-  // ring for 3 or more contiguous arrays on distinct devices with a copy path from each to the
-  // next, gather otherwise (so 2 devices always gather).
+  // ring for 3 or more contiguous arrays of at least kRingMinimumBytes each, on distinct
+  // devices with a copy path from each to the next; gather otherwise (so 2 devices always
+  // gather). Below that size a copy's fixed cost (launch, copy setup: 5 us on the default sim
+  // model) outweighs the bandwidth the ring saves, and the ring pushes 3 D (D - 1) ops where the
+  // gather pushes 3 (D - 1).
   automatic,
   // Everything summed on arrays[0]'s device in list order ((a0 + a1) + a2 ...), then copied
   // back: 2 (D - 1) transfers through one device's link.
