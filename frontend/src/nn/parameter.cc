@@ -90,6 +90,7 @@ void Parameter::create_copies(const Initializer& init) {
 
 void Parameter::attach_gradients() {
   if (options_.grad_req == GradReq::null) return;
+  if (!gradient_ready_) gradient_ready_ = std::make_shared<GradientReadyCallback>();  // moved from
   for (std::size_t i = 0; i < data_.size(); ++i) {
     data_[i].attach_grad(options_.grad_req);
     autograd::add_gradient_ready_hook(data_[i],
@@ -100,6 +101,9 @@ void Parameter::attach_gradients() {
 }
 
 void Parameter::set_gradient_ready_callback(GradientReadyCallback callback) {
+  if (!gradient_ready_) {  // moved from
+    gradient_ready_ = std::make_shared<GradientReadyCallback>();
+  }
   *gradient_ready_ = std::move(callback);
 }
 
