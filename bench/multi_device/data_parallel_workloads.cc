@@ -113,6 +113,8 @@ void run_data_parallel(const MultiDeviceOptions& options, Records& records) {
           {"test_accuracy", figures.test_accuracy},
           {"loss", figures.loss}};
       record.update(sim_settings_record());
+      // How far the host may run ahead of the devices matters here (docs/benchmarks.md).
+      record["max_ops_in_flight"] = EngineConfig::from_env().max_ops_in_flight;
       records.push_back(record);
       if (!overlapped) continue;
       if (devices == 2) {

@@ -7,7 +7,8 @@
 //       [--quick]
 //
 // Sim devices by default (TANDEM_SIM_DEVICES=4 for four; TANDEM_SIM_GFLOPS sets how slow their
-// modelled compute is, see docs/benchmarks.md "multi_device"); --cuda trains on cuda(0..N-1).
+// modelled compute is, TANDEM_MAX_OPS_IN_FLIGHT how far the host runs ahead: the timing
+// settings are in docs/benchmarks.md, "multi_device"); --cuda trains on cuda(0..N-1).
 // With fewer devices than asked it prints why and exits 0. The loop is in
 // data_parallel_training.h; docs/user-guide.md ("Several devices: data parallel") walks
 // through it.
