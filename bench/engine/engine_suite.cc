@@ -10,6 +10,7 @@
 #include "busy_work.h"
 #include "idle_cpu.h"
 #include "metg.h"
+#include "replay_workloads.h"
 #include "tandem/profiler.h"
 #include "tbb_flow_workloads.h"
 #include "watchdog.h"
@@ -86,6 +87,7 @@ void EngineSuite::run() {
     if (workload == "one_chain") measure_writes_round_robin(workload, 1);
     if (workload == "fan_out") measure_fan_out();
     if (workload == "push_cost") measure_push_cost();
+    if (workload == "replay_ns_per_op") measure_replay_ns_per_op();
     if (workload == "chain_plus_independent") measure_chain_plus_independent();
     for (const TaskBenchPattern& pattern : task_bench_patterns()) {
       if (workload == pattern.workload()) measure_metg(pattern);
@@ -290,6 +292,13 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_metg_point(
   if (enabled("tbb_flow")) {
     entrants.push_back(
         {"tbb_flow", [=] { return tbb_flow_task_bench(pattern, width, steps, work); }});
+  }
+  if (enabled("tandem_replay")) {
+    auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(2 * width));
+    entrants.push_back({"tandem_replay", [this, vars, pattern, width, steps, work] {
+                          return run_task_bench_replayed(tandem_.engine(), vars->handles(), pattern,
+                                                         width, steps, work);
+                        }});
   }
   // Last in every round, so timings.back() holds what the machine gave a scheduler-free run
   // in each round. Each system's run is compared with the probe of its own round, so a burst

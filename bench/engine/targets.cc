@@ -55,6 +55,11 @@ std::vector<TargetResult> evaluate_targets(const Records& records) {
                           metg("tandem"), metg("tbb_flow")));
   targets.push_back(check("chain_plus_independent: tandem / ideal", "<= 1.1", 1.1,
                           records.number("chain_plus_independent", "tandem", "over_ideal")));
+  // Capture and replay (replay_workloads.h).
+  targets.push_back(check("replay_ns_per_op: replay ns per op", "<= 25 ns", 25.0,
+                          ns_per_op("replay_ns_per_op", "replay")));
+  targets.push_back(check("metg_stencil_1d: tandem_replay METG(50%) ns", "<= 250 ns", 250.0,
+                          metg("tandem_replay")));
   return targets;
 }
 
