@@ -8,6 +8,7 @@
 #include "../transfer.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
+#include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/network.h"
 
@@ -95,6 +96,37 @@ struct MicroBatch {
   std::vector<nd::NDArray> outputs;
 };
 
+// Makes every op that reads `entry` (a fresh array, written next by the op that fills it) start
+// after the ops that wrote `after`: a no-op engine op that reads `after` and writes `entry`.
+//
+// Why: a device launches its ready ops in the order they became ready, not in push order. The
+// first op of micro-batch k + 1 is ready at once (its input exists), while the ops of
+// micro-batch k become ready one by one as their predecessors launch; left alone, the device
+// would run the micro-batches breadth first (layer 1 of all of them, then layer 2, ...), so
+// micro-batch 0 would leave stage 0 only when all of them do and the stages could not overlap.
+// Chaining each task's entry to the end of the stage's previous task makes each device launch
+// its tasks in the schedule's order. The op does no device work; the real fill of `entry`
+// comes after it (a write after a write), so an error of that fill still reaches the readers.
+void order_after(const nd::NDArray& entry, const std::vector<nd::NDArray>& after) {
+  std::vector<Var> reads;
+  for (const nd::NDArray& array : after) {
+    if (array.defined()) reads.push_back(array.var());
+  }
+  if (reads.empty()) return;
+  entry.engine().push([] {}, entry.device(), reads, {entry.var()}, {.name = "pipeline_order"});
+}
+
+// The arrays the backward of a stage writes last: its parameters' gradients on its device.
+std::vector<nd::NDArray> parameter_gradients(const Block& stage, Device device) {
+  std::vector<nd::NDArray> gradients;
+  for (const ParameterDict::Entry& entry : stage.collect_params()) {
+    if (entry.second->grad_req() != GradReq::null && entry.second->initialized()) {
+      gradients.push_back(entry.second->grad(device));
+    }
+  }
+  return gradients;
+}
+
 }  // namespace
 
 nd::NDArray Pipeline::forward_backward(const nd::NDArray& data, const nd::NDArray& label,
@@ -123,6 +155,8 @@ nd::NDArray Pipeline::forward_backward(const nd::NDArray& data, const nd::NDArra
     state.inputs.resize(stages());
     state.outputs.resize(stages());
   }
+  // Per stage, what its latest task wrote last (see order_after).
+  std::vector<std::vector<nd::NDArray>> task_ends(stages());
   nd::NDArray total_loss;
 
   for (const PipelineTask& task : pipeline_order(options.schedule, stage_count, micro_batches)) {
@@ -130,46 +164,48 @@ nd::NDArray Pipeline::forward_backward(const nd::NDArray& data, const nd::NDArra
     const auto s = static_cast<std::size_t>(task.stage);
     const Device device = devices_[s];
     const bool last = s + 1 == stages();
+    const std::int64_t begin = task.micro_batch * options.split_size;
+    const std::int64_t end = std::min(rows, begin + options.split_size);
     if (task.pass == PipelineTask::Pass::forward) {
-      nd::NDArray input;
-      if (s == 0) {
-        const std::int64_t begin = task.micro_batch * options.split_size;
-        const std::int64_t end = std::min(rows, begin + options.split_size);
-        input = data.slice(begin, end).as_in_context(device);
-      } else {
-        // The cut between stages: a fresh leaf, so that this stage's backward stops here and
-        // leaves the gradient of its input for the previous stage.
-        const nd::NDArray previous = state.outputs[s - 1].detach();
-        input = previous.device() == device ? previous : previous.copyto(device);
-        input.attach_grad();
-      }
+      // The stage's input, a fresh array on its device: the rows of the micro-batch, or the
+      // previous stage's output. For s > 0 it is the cut between the stages: a leaf of its own,
+      // so that this stage's backward stops here and leaves its gradient for the previous one.
+      const nd::NDArray source = s == 0 ? data.slice(begin, end) : state.outputs[s - 1].detach();
+      nd::NDArray input = nd::empty(source.shape(), source.dtype(), device);
+      order_after(input, task_ends[s]);
+      source.copyto(input);
+      if (s > 0) input.attach_grad();
       nd::NDArray output;
       {
         auto recording = autograd::record(/*train_mode=*/true);
         output = blocks_[s]->forward(input);
         if (last) {
-          const std::int64_t begin = task.micro_batch * options.split_size;
-          const std::int64_t end = std::min(rows, begin + options.split_size);
           output = loss(output, label.slice(begin, end).as_in_context(last_device));
           if (output.size() != 1) output = output.sum();
         }
       }
       const nd::NDArray loss_value = output.detach();
       if (last) total_loss = total_loss.defined() ? total_loss + loss_value : loss_value;
+      task_ends[s] = {loss_value};
       state.inputs[s] = std::move(input);
       state.outputs[s] = std::move(output);
       continue;
     }
-    // Backward: from the loss on the last stage, else from the gradient of the next stage's
+    // Backward: from 1 on the last stage's loss, else from the gradient of the next stage's
     // input, brought back to this stage's device.
+    const nd::NDArray& head = state.outputs[s];
+    nd::NDArray head_grad = nd::empty(head.shape(), head.dtype(), device);
+    order_after(head_grad, task_ends[s]);
     if (last) {
-      autograd::backward(state.outputs[s]);
+      head_grad.assign(1.0);
     } else {
-      const nd::NDArray next_input_grad = state.inputs[s + 1].grad().as_in_context(device);
-      autograd::backward(state.outputs[s], next_input_grad);
+      state.inputs[s + 1].grad().copyto(head_grad);
       state.inputs[s + 1] = nd::NDArray();  // its gradient has been read (the read is queued)
     }
-    state.outputs[s] = nd::NDArray();  // the graph is released by backward; drop the handle
+    autograd::backward(head, head_grad);
+    task_ends[s] = parameter_gradients(*blocks_[s], device);
+    if (s > 0) task_ends[s].push_back(state.inputs[s].grad());
+    state.outputs[s] = nd::NDArray();  // backward released the graph; drop the handle
     if (s == 0) state.inputs[0] = nd::NDArray();
   }
   return total_loss;
