@@ -31,6 +31,10 @@
 // says why that order is the whole pipeline). The stages are cut apart for it: a stage's input
 // is a fresh array (the previous stage's output copied to this device) with a gradient of its
 // own, and a stage's backward starts from the gradient of the next stage's input, copied back.
+// Each task's first array is ordered after the last arrays of the stage's previous task by a
+// no-op engine op ("pipeline_order"), because a device launches ready ops in the order they
+// became ready: without it the micro-batches would run breadth first, layer by layer, and the
+// stages would barely overlap.
 // Gradients are accumulated over the micro-batches: the call sets the grad_req of every
 // parameter that has one to add and zeroes the gradients first, so afterwards each gradient is
 // the sum over the whole batch, as one backward of the whole batch would give (up to the order

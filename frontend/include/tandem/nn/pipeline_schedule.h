@@ -5,12 +5,12 @@
 //       nn::pipeline_order(nn::PipelineSchedule::gpipe, /*stages=*/2, /*micro_batches=*/4);
 //   // forward(0,0) forward(0,1) forward(1,0) ... backward(1,3) backward(0,3) ...
 //
-// Why the order is the whole schedule: an accelerator executes the ops of one compute stream in
-// the order they were pushed, and the engine lets an op start as soon as the ops it depends on
-// have (every op returns at once). Pushing the tasks in this order from one thread therefore
-// gives each stage's device exactly its schedule's sequence of work, while the stages run side by
-// side: stage 0's forward of micro-batch k + 1 is pushed before stage 1's forward of micro-batch
-// k needs it, so the two devices overlap without any thread per stage.
+// Why the order is the whole schedule: every op returns at once, so one thread pushes a whole
+// batch's tasks long before the devices finish them, and each device runs its own tasks in
+// this order (nn::Pipeline chains the tasks of a stage so that its device launches them in push
+// order). Stage 0's forward of micro-batch k + 1 is pushed right after its forward of
+// micro-batch k, and stage 1's forward of micro-batch k waits only for that one: the devices
+// overlap without any thread per stage.
 //
 // Each stage's own sequence:
 //   gpipe:    every forward (micro-batch 0, 1, ..., m-1), then every backward (m-1, ..., 0).
