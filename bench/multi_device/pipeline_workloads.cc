@@ -4,14 +4,23 @@
 // "seconds" is seconds per training step (forward, backward, SGD update): the median of
 // `rounds` rounds of `steps` steps pushed back to back (step_timing.h).
 //
-// The sim model is two_device_sim_model.h's unless TANDEM_SIM_* / TANDEM_ACCEL_STREAMS are set
-// (docs/benchmarks.md says why); it applies only when no workload of this process used the
-// accelerators before, so run `--only pipeline` / `--only model_parallel` in their own process.
+// The sim model is always two_device_sim_model.h's (docs/benchmarks.md says why), so that the
+// figures of two runs compare: when this process's TANDEM_SIM_* / TANDEM_ACCEL_STREAMS say
+// otherwise (bench/run.sh multi_device sets the data-parallel model), each of these workloads
+// runs in a child process of this program (`--only WORKLOAD`) with the two-device model's
+// variables, and its records are merged here. examples/pipeline_parallel honours the variables,
+// for trying other models.
 #include <tandem/profiler.h>
 #include <tandem/tandem.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "stage_overlap.h"
@@ -67,10 +76,49 @@ double stages_overlap(const ex::StepTimer& timer, ex::StepTimingOptions timing) 
   return overlap.both_s / std::max(1e-9, std::min(overlap.first_s, overlap.second_s));
 }
 
+// Unless this process's variables are the two-device sim model already, runs `workload` in a
+// child process with them and appends its records (true); false: run it here.
+bool ran_in_child_process(const char* workload, const MultiDeviceOptions& options,
+                          Records& records) {
+  const auto& model = ex::two_device_sim_defaults();
+  const bool model_set = std::all_of(model.begin(), model.end(), [](const auto& entry) {
+    const char* value = std::getenv(entry.variable);
+    return value != nullptr && std::string(value) == entry.value;
+  });
+  if (model_set) {
+    ex::use_two_device_sim_model();
+    return false;
+  }
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::filesystem::path out =
+      std::filesystem::temp_directory_path() /
+      (std::string("bench_multi_device_") + std::to_string(getpid()) + "_" + workload + ".json");
+  std::string command = "env";
+  for (const ex::SimModelDefault& entry : ex::two_device_sim_defaults()) {
+    command.append(" ").append(entry.variable).append("=").append(entry.value);
+  }
+  command.append(" '").append(self.string()).append("' --only ").append(workload);
+  command.append(" --out '").append(out.string()).append("'");
+  if (options.quick) command.append(" --quick");
+  std::printf("%s: in its own process, on the two-device sim model: %s\n", workload,
+              command.c_str());
+  std::fflush(stdout);
+  const int status = std::system(command.c_str());
+  std::ifstream in(out);
+  if (status != 0 || !in) {
+    throw Error(std::string("bench_multi_device: the ") + workload +
+                " workload's child process failed (status " + std::to_string(status) + ")");
+  }
+  for (const nlohmann::json& record : nlohmann::json::parse(in)) records.push_back(record);
+  in.close();
+  std::filesystem::remove(out);
+  return true;
+}
+
 }  // namespace
 
 void run_pipeline(const MultiDeviceOptions& options, Records& records) {
-  ex::use_two_device_sim_model();
+  if (ran_in_child_process("pipeline", options, records)) return;
   if (!have_two_sim_devices("pipeline")) return;
   const ex::TwoStageShape shape;
   ex::StepTimingOptions timing = timing_for(options);
@@ -125,7 +173,7 @@ void run_pipeline(const MultiDeviceOptions& options, Records& records) {
 }
 
 void run_model_parallel(const MultiDeviceOptions& options, Records& records) {
-  ex::use_two_device_sim_model();
+  if (ran_in_child_process("model_parallel", options, records)) return;
   if (!have_two_sim_devices("model_parallel")) return;
   const ex::TwoStageShape shape;
   const ex::StepTimingOptions timing = timing_for(options);

@@ -1,6 +1,6 @@
-// The sim model the two-device timing programs (pipeline_parallel, model_parallel,
-// bench_multi_device --only pipeline|model_parallel) run with unless the TANDEM_SIM_* /
-// TANDEM_ACCEL_STREAMS variables say otherwise, and why (docs/benchmarks.md, "multi_device:
+// The sim model the two-device timing programs (pipeline_parallel and model_parallel unless the
+// TANDEM_SIM_* / TANDEM_ACCEL_STREAMS variables say otherwise; bench_multi_device's pipeline and
+// model_parallel workloads always) run with, and why (docs/benchmarks.md, "multi_device:
 // pipeline and model parallel").
 //
 // - A slow device (2 GFLOP/s): the modelled time of a step (~0.85 s for TwoStageShape on one

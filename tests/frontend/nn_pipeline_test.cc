@@ -18,6 +18,7 @@
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/network.h"
 #include "tandem/nn/nn.h"
+#include "tandem/ops/kernels.h"
 #include "test_devices.h"
 
 namespace tandem::testing {
@@ -29,7 +30,8 @@ using Pass = nn::PipelineTask::Pass;
 // null(0), a device of a third accelerator kind with no copy path from sim: registered before
 // the first accelerator use, as the null backend asks.
 [[maybe_unused]] const bool null_backend_registered = [] {
-  tandem_test::register_null_backend();
+  const DeviceKind kind = tandem_test::register_null_backend();
+  ops::register_kernels(kind, ops::host_stream_kernels());
   return true;
 }();
 
@@ -481,6 +483,16 @@ TEST_SUITE("frontend.pipeline") {
     CHECK(message.find("Pipeline::add_stage (stage 1 after a stage on sim(0)): no copy path from "
                        "sim(0) to null(0)") != std::string::npos);
     CHECK(net.stages() == 1);  // nothing was added
+
+    const NDArray on_null =
+        nd::zeros({kBatch, kFeatures}, nd::float64, tandem_test::null_device(0));
+    const NDArray labels = nd::zeros({kBatch}, nd::int32);
+    CHECK(error_of([&] {
+            net.forward_backward(on_null, labels, nn::softmax_cross_entropy_loss,
+                                 {.split_size = 4});
+          })
+              .find("Pipeline::forward_backward (the data to stage 0): no copy path from null(0) "
+                    "to sim(0)") != std::string::npos);
   }
 }
 

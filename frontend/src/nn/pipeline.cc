@@ -76,6 +76,10 @@ void Pipeline::check_batch(const nd::NDArray& data, const nd::NDArray& label,
                 data.shape().to_string() + ") but the labels have " +
                 std::to_string(label.shape()[0]) + " (shape " + label.shape().to_string() + ")");
   }
+  nd::detail::check_transfer("Pipeline::forward_backward (the data to stage 0)", data.device(),
+                             devices_.front());
+  nd::detail::check_transfer("Pipeline::forward_backward (the labels to the last stage)",
+                             label.device(), devices_.back());
   if (options.split_size < 1) {
     throw Error(std::string(op) + "split_size must be >= 1 (rows per micro-batch), got " +
                 std::to_string(options.split_size));

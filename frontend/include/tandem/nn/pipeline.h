@@ -39,7 +39,9 @@
 // parameter that has one to add and zeroes the gradients first, so afterwards each gradient is
 // the sum over the whole batch, as one backward of the whole batch would give (up to the order
 // of the sum: the micro-batches' parts are added one after the other, not in one product, so
-// float32 results differ in the last bits). BatchNorm sees micro-batches, as in GPipe.
+// float32 results differ in the last bits). The grad_req stays add afterwards: a plain
+// backward through this network then adds to the gradients (collect_params().zero_grad()
+// first). BatchNorm sees micro-batches, as in GPipe.
 #pragma once
 
 #include <concepts>
