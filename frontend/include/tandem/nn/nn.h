@@ -18,5 +18,7 @@
 #include "tandem/nn/initializer.h"
 #include "tandem/nn/optimizer.h"
 #include "tandem/nn/parameter.h"
+#include "tandem/nn/pipeline.h"
+#include "tandem/nn/pipeline_schedule.h"
 #include "tandem/nn/sequential.h"
 #include "tandem/nn/trainer.h"
