@@ -422,6 +422,54 @@ def render_training(records, meta):
     return "\n".join(lines).rstrip() + "\n"
 
 
+# --- the multi-device suite ------------------------------------------------------------------
+
+
+def sim_setting_text(record):
+    return (f"{fmt_cell(record.get('sim_gflops'))} GFLOP/s, "
+            f"{fmt_cell(record.get('sim_memory_gbps'))} GB/s memory, "
+            f"{fmt_cell(record.get('sim_bus_gbps'))} GB/s bus, "
+            f"{fmt_cell(record.get('sim_compute_streams'))} compute stream(s)")
+
+
+def render_multi_device(records, meta):
+    lines = provenance(meta)
+    lines += targets_table(records)
+    data = [r for r in records if r.get("workload") in ("data_parallel",
+                                                         "data_parallel_exchange_at_step")]
+    if data:
+        rows = [[fmt_cell(r.get("devices")), r.get("exchange", "—"),
+                 fmt_s(r.get("seconds_per_epoch")), fmt_ratio(r.get("speedup_vs_one_device")),
+                 fmt_cell(r.get("exchange_hidden")), fmt_cell(r.get("exchange_ms_per_epoch")),
+                 fmt_cell(r.get("test_accuracy"))] for r in data]
+        sample = data[0]
+        lines += [f"**data_parallel** ({sample.get('model', '?')}, global batch "
+                  f"{fmt_cell(sample.get('global_batch'))}; sim: {sim_setting_text(sample)}; "
+                  f"at most {fmt_cell(sample.get('max_ops_in_flight'))} ops in flight):", ""]
+        lines += table(["devices", "exchange", "s/epoch", "vs 1 device", "exchange hidden",
+                        "exchange ms/epoch", "test accuracy"], rows)
+    sweep = [r for r in records if r.get("workload") == "pipeline"]
+    if sweep:
+        one = next((r["seconds"] for r in sweep if r.get("devices") == 1), None)
+        rows = [[fmt_cell(r.get("devices")), fmt_cell(r.get("split_size", "—")),
+                 fmt_s(r.get("seconds")),
+                 fmt_ratio(one / r["seconds"]) if one and r.get("seconds") else "—"]
+                for r in sweep]
+        sample = sweep[0]
+        lines += [f"**pipeline** (seconds per step of a {fmt_cell(sample.get('layers'))}-layer, "
+                  f"{fmt_cell(sample.get('width'))}-wide MLP at batch "
+                  f"{fmt_cell(sample.get('batch'))}, split in two stages; sim: "
+                  f"{sim_setting_text(sample)}):", ""]
+        lines += table(["devices", "split size", "s/step", "vs 1 device"], rows)
+    model = [r for r in records if r.get("workload") == "model_parallel"]
+    if model:
+        rows = [[fmt_cell(r.get("devices")), fmt_s(r.get("seconds"))] for r in model]
+        lines += ["**model_parallel** (the same network, its two halves on two devices, no "
+                  "micro-batches):", ""]
+        lines += table(["devices", "s/step"], rows)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # --- profiler off-cost (bench/profiler_off_cost.sh) -------------------------------------------
 
 
@@ -509,6 +557,7 @@ RENDERERS = {
     "overlap": render_overlap,
     "profiler_off": render_profiler_off,
     "training": render_training,
+    "multi_device": render_multi_device,
 }
 
 
