@@ -207,7 +207,8 @@ void Storage::free_data() noexcept {
   free_for(*this, data.exchange(nullptr, std::memory_order_acq_rel));
 }
 
-StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op) {
+StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op,
+                          FirstWrite first_write) {
   require_backend(device, op);
   Accelerator* accelerator = device.is_accelerator() ? &tandem::accelerator(device) : nullptr;
   const std::size_t capacity =
@@ -218,7 +219,9 @@ StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, cons
   }
   // A parked storage keeps its var: the new array's first op, a write, is ordered after every
   // op still queued on the array that held it (storage_reuse.h).
-  if (Storage* parked = take_parked_storage(engine, device, bytes)) return StorageRef(parked);
+  if (first_write == FirstWrite::by_op) {
+    if (Storage* parked = take_parked_storage(engine, device, bytes)) return StorageRef(parked);
+  }
   Storage* storage = storage_pool().acquire();
   try {
     storage->var = engine.new_var();

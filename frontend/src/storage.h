@@ -71,12 +71,20 @@ struct Storage {
   void free_data() noexcept;
 };
 
-// A new storage of `bytes` on `device` with a new var of `engine`. Host memory is not yet
+// Who writes a new array first. Almost always an op pushed on its var (`by_op`), which is what
+// lets the array take a parked storage whose old ops may still be queued (storage_reuse.h).
+// `by_caller`: the caller writes the memory directly before any op, so the storage must be
+// fresh, with a new var that no op uses yet.
+enum class FirstWrite { by_op, by_caller };
+
+// A new storage of `bytes` on `device` with a new var of `engine` (or, for FirstWrite::by_op, a
+// parked storage of that size, with its var). Host memory is not yet
 // allocated; device memory is, when it can be had (waiting for pending frees, see above).
 // Throws tandem::Error naming `op` when the device is not available, or when `bytes` is more
 // than the device's memory (a mistake worth reporting at the call, not later in an op; memory
 // that runs out because of other live arrays is reported by the op that needed it).
-StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op);
+StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op,
+                          FirstWrite first_write = FirstWrite::by_op);
 
 // Frees a storage whose last reference is gone, through the deletion ops of `owner` (the engine
 // of its var) that run after every op queued on it; the storage object goes back to its pool.

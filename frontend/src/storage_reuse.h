@@ -9,7 +9,9 @@
 // caller's thread: the order lives in the var, as a block freed and reused on one CUDA stream is
 // ordered by the stream. The block may not even be allocated yet when it changes hands (host
 // memory is allocated by the first op that needs it); both arrays' ops use the same Storage, so
-// whichever op runs first allocates it, once.
+// whichever op runs first allocates it, once. An array that its creator fills directly, outside
+// any op (nd::from_vector, nd::array: FirstWrite::by_caller in storage.h), never takes a parked
+// storage: its memory may still be in use by the old array's queued ops.
 //
 // Why it pays: a never-syncing loop (`for (...) y = x + 1;`) runs ahead of its workers, so with
 // deletion ops every iteration made a fresh var and, when its op ran, took a block the pool had

@@ -95,6 +95,37 @@ TEST_SUITE("frontend.storage_reuse") {
     CHECK(all_equal(fresh, 2.0f));
   }
 
+  TEST_CASE("an array filled from host values never takes a parked storage still in use") {
+    auto engine = Engine::create(EngineConfig{.kind = EngineKind::threaded, .cpu_workers = 2});
+    nd::EngineScope scope(*engine);
+    nd::NDArray old_array = nd::full({kSide, kSide}, 1.0);
+    const float* old_values = static_cast<const float*>(old_array.view().data);
+    std::atomic<bool> gate_open{false};
+    std::atomic<float> read_by_gate{-1.0f};
+    engine->push(
+        [&] {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (!gate_open.load() && std::chrono::steady_clock::now() < give_up) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          read_by_gate.store(old_values[0]);
+        },
+        tandem::cpu(), {old_array.var()}, {}, {.name = "gate"});
+    const Var old_var = old_array.var();
+    old_array = nd::NDArray();
+    // nd::from_vector copies on the caller's thread: into the parked block, it would overwrite
+    // the values the gate is about to read.
+    const nd::NDArray filled =
+        nd::from_vector(std::vector<float>(kSide * kSide, 5.0f), {kSide, kSide});
+    CHECK_FALSE(filled.var() == old_var);
+    gate_open.store(true);
+    engine->wait_all();
+    CHECK(read_by_gate.load() == 1.0f);
+    CHECK(all_equal(filled, 5.0f));
+    const nd::NDArray computed = nd::full({kSide, kSide}, 3.0);
+    CHECK(computed.var() == old_var);  // an array written by an op still takes it
+  }
+
   TEST_CASE("only an array of the same engine, device and size takes a parked storage") {
     auto engine = Engine::create(EngineConfig{.kind = EngineKind::threaded});
     auto other = Engine::create(EngineConfig{.kind = EngineKind::threaded});
