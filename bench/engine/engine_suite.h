@@ -3,7 +3,8 @@
 // Systems: tandem (threaded engine, default config), tandem_profiled (the same engine with the
 // profiler on), tandem_naive (runs ops inline in push),
 // starpu (StarPU 1.3), tbb_flow (oneTBB flow graph), plain_queue (mutex + condvar queue, no
-// dependencies: the floor, run only where ops are independent). Every threaded system gets one
+// dependencies: the floor, run only where ops are independent), tandem_replay (the threaded
+// engine replaying a captured graph: replay_workloads.h). Every threaded system gets one
 // worker per core.
 #pragma once
 
@@ -20,6 +21,7 @@
 #include "side_by_side.h"
 #include "starpu_system.h"
 #include "tandem_system.h"
+#include "task_bench_pattern.h"
 
 namespace tandem::bench {
 
@@ -33,14 +35,16 @@ struct SuiteOptions {
 // The workloads in the order they run. idle_cpu goes first, while no other system has threads
 // that could show up in the process's CPU time.
 inline const std::vector<std::string>& all_workloads() {
-  static const std::vector<std::string> names = {"idle_cpu",       "independent", "chains_1000",
-                                                 "one_chain",      "fan_out",     "push_cost",
-                                                 "metg_stencil_1d"};
+  static const std::vector<std::string> names = {
+      "idle_cpu",        "independent",  "chains_1000",      "one_chain",
+      "fan_out",         "push_cost",    "replay_ns_per_op", "chain_plus_independent",
+      "metg_stencil_1d", "metg_nearest", "metg_trivial"};
   return names;
 }
 inline const std::vector<std::string>& all_systems() {
-  static const std::vector<std::string> names = {"tandem", "tandem_profiled", "tandem_naive",
-                                                 "starpu", "tbb_flow",        "plain_queue"};
+  static const std::vector<std::string> names = {"tandem",       "tandem_profiled", "tandem_naive",
+                                                 "starpu",       "tbb_flow",        "plain_queue",
+                                                 "tandem_replay"};
   return names;
 }
 
@@ -58,12 +62,17 @@ class EngineSuite {
   void measure_writes_round_robin(const std::string& workload, std::size_t num_vars);
   void measure_fan_out();
   void measure_push_cost();
-  void measure_metg_stencil_1d();
+  // replay_suite.cc: capture and replay (replay_workloads.h).
+  void measure_replay_ns_per_op();
+  void measure_chain_plus_independent();
+  // The METG sweep of one Task Bench pattern (engine_suite_metg.cc).
+  void measure_metg(const TaskBenchPattern& pattern);
   // One sweep point: every system's efficiency at granularity ~`wanted_ns`.
-  std::map<std::string, EfficiencyPoint> measure_stencil_point(const MetgPlan& plan,
-                                                               double wanted_ns);
-  void record_metg(const std::string& system, const std::vector<EfficiencyPoint>& curve,
-                   std::size_t width);
+  std::map<std::string, EfficiencyPoint> measure_metg_point(const MetgPlan& plan,
+                                                            const TaskBenchPattern& pattern,
+                                                            double wanted_ns);
+  void record_metg(const TaskBenchPattern& pattern, const std::string& system,
+                   const std::vector<EfficiencyPoint>& curve, std::size_t width);
 
   bool enabled(const std::string& system) const;
   StarpuSystem& starpu();  // started on first use (see all_workloads)

@@ -17,7 +17,7 @@ namespace tandem::detail {
 namespace {
 
 bool older(const ErrorRef& a, const ErrorRef& b) {
-  return a && (!b || a->op_sequence < b->op_sequence);
+  return a && (!b || pushed_before(*a, *b));
 }
 
 }  // namespace
@@ -146,7 +146,9 @@ ErrorRef EngineCore::settle_fences(OpRecord* op) noexcept {
         var->fences->collect(slot.write, works);
         // The write fence's failure is the var's value failing, unless a later op already
         // poisoned the var (its poison is newer than every fence it left).
-        counts = slot.reads_value && !var->poison && var->fences->write != nullptr;
+        // A replayed graph segment's unit (keeps_poison) takes it for the nodes it runs.
+        counts = (slot.reads_value || slot.keeps_poison) && !var->poison &&
+                 var->fences->write != nullptr;
         // A CPU write ends the var's device history: once waited for, nothing runs on it.
         if (slot.write) var->clear_fences();
       }
@@ -155,7 +157,10 @@ ErrorRef EngineCore::settle_fences(OpRecord* op) noexcept {
       if (counts) {
         // collect() put the write fence first.
         if (ErrorRef error = device_error(*works.front())) {
-          if (!oldest || error->op_sequence < oldest->op_sequence) oldest = error;
+          // The unit holds a var it writes alone: the failure becomes its poison, which the
+          // segment's nodes read (a var it only reads keeps its fence: graph_replay.cc).
+          if (slot.keeps_poison && slot.write) var->poison = error;
+          if (!oldest || pushed_before(*error, *oldest)) oldest = error;
         }
       }
     }

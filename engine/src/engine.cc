@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "captured_graph.h"
 #include "engine_core.h"
+#include "graph_recorder.h"
 #include "logging.h"
 #include "naive_engine.h"
 #include "tandem/profiler.h"
@@ -76,17 +78,34 @@ class EngineFacade final : public Engine {
 
   EngineKind kind() const override { return core().config().kind; }
   const EngineConfig& config() const override { return core().config(); }
-  Var new_var() override { return core().new_var(); }
-  void wait_for_var(Var var) override { core().wait_for_var(var, detail::kNoDeadline); }
-  void wait_to_write(Var var) override { core().wait_to_write(var, detail::kNoDeadline); }
-  void wait_all() override { core().wait_all(detail::kNoDeadline); }
+  Var new_var() override {
+    const Var var = core().new_var();
+    if (detail::GraphRecorder* recorder = detail::recording(this)) [[unlikely]]
+      recorder->note_new_var(var);
+    return var;
+  }
+  void wait_for_var(Var var) override {
+    check_not_capturing("wait_for_var");
+    core().wait_for_var(var, detail::kNoDeadline);
+  }
+  void wait_to_write(Var var) override {
+    check_not_capturing("wait_to_write");
+    core().wait_to_write(var, detail::kNoDeadline);
+  }
+  void wait_all() override {
+    check_not_capturing("wait_all");
+    core().wait_all(detail::kNoDeadline);
+  }
   void wait_for_var(Var var, std::chrono::milliseconds timeout) override {
+    check_not_capturing("wait_for_var");
     core().wait_for_var(var, detail::deadline_after(timeout));
   }
   void wait_to_write(Var var, std::chrono::milliseconds timeout) override {
+    check_not_capturing("wait_to_write");
     core().wait_to_write(var, detail::deadline_after(timeout));
   }
   void wait_all(std::chrono::milliseconds timeout) override {
+    check_not_capturing("wait_all");
     core().wait_all(detail::deadline_after(timeout));
   }
   EngineStats stats() const override { return core().stats(); }
@@ -97,12 +116,40 @@ class EngineFacade final : public Engine {
  protected:
   void submit(detail::OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override {
+    // A capture open on this thread (tandem/graph.h): one TLS load and a test here, the rest
+    // out of line, so the common push stays a tail call.
+    if (detail::tls_graph_recorder != nullptr) [[unlikely]]
+      return submit_while_capturing(op, device, reads, writes, props);
     core().submit(op, device, reads, writes, props);
   }
-  void submit_delete(detail::OpRecord* op, Var var) override { core().submit_delete(op, var); }
+  void submit_delete(detail::OpRecord* op, Var var) override {
+    if (detail::GraphRecorder* recorder = detail::recording(this)) [[unlikely]]
+      return recorder->record_delete(op, var);
+    core().submit_delete(op, var);
+  }
 
  private:
+  friend detail::EngineCore& detail::core_of(Engine& engine);
+
+  // Records the push when the capture is on this engine; other engines' pushes go through.
+  [[gnu::cold, gnu::noinline]] void submit_while_capturing(detail::OpRecord* op, Device device,
+                                                           VarList reads, VarList writes,
+                                                           const OpProps& props) {
+    if (detail::GraphRecorder* recorder = detail::recording(this))
+      return recorder->record(core(), op, device, reads, writes, props);
+    core().submit(op, device, reads, writes, props);
+  }
   detail::EngineCore& core() const { return *core_.load(std::memory_order_relaxed); }
+
+  // A wait inside a capture would wait for ops that are recorded, not run.
+  void check_not_capturing(const char* call) const {
+    if (detail::recording(this) != nullptr) [[unlikely]] {
+      throw Error(std::string("tandem: ") + call +
+                  " inside a capture: the pushes of a captured window are recorded, not run, "
+                  "so the wait could never end; wait after CapturedGraph::replay, outside the "
+                  "capture");
+    }
+  }
 
   // See the class comment: destroyed with live vars.
   void hand_vars_to_stand_in(const EngineConfig& config) noexcept {
@@ -201,6 +248,11 @@ EngineFacade* create_default(const EngineConfig& config) {
 }  // namespace
 
 namespace detail {
+
+EngineCore& core_of(Engine& engine) {
+  // Engine's constructor is protected and EngineFacade is its only implementation.
+  return static_cast<EngineFacade&>(engine).core();
+}
 
 VarOwner::VarOwner() : engine_number(next_engine_number()) {}
 

@@ -110,7 +110,8 @@ void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& prop
   for (Var var : writes) {
     if (!var.valid() || !is_live_var_of(var, owner)) [[unlikely]]
       throw_bad_slot_var(var, "write", index, props, owner);
-    if (find(var.state()) == nullptr) slots[n++] = VarSlot{var.state(), nullptr, op, true, false};
+    if (find(var.state()) == nullptr)
+      slots[n++] = VarSlot{var.state(), nullptr, op, true, false, false};
     ++index;
   }
   index = 0;
@@ -120,7 +121,7 @@ void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& prop
     if (VarSlot* slot = find(var.state())) {
       slot->reads_value = true;
     } else {
-      slots[n++] = VarSlot{var.state(), nullptr, op, false, true};
+      slots[n++] = VarSlot{var.state(), nullptr, op, false, true, false};
     }
     ++index;
   }
@@ -227,7 +228,7 @@ const ErrorRef* EngineCore::oldest_poison(const OpRecord* op, const ErrorRef* al
   for (std::uint32_t i = 0; i < op->num_slots; ++i) {
     const VarSlot& slot = op->slots[i];
     const ErrorRef& poison = slot.var->poison;
-    if (slot.reads_value && poison && (!oldest || poison->op_sequence < (*oldest)->op_sequence)) {
+    if (slot.reads_value && poison && (!oldest || pushed_before(*poison, **oldest))) {
       oldest = &poison;
     }
   }
@@ -367,9 +368,10 @@ void EngineCore::finish(OpRecord* op, const ErrorRef& outcome, bool skipped) noe
   // Waiters only observe; user ops set (or, on success, clear) the poison of what they wrote.
   if (!op->is_waiter) {
     for (std::uint32_t i = 0; i < op->num_slots; ++i) {
-      VarState* var = op->slots[i].var;
+      const VarSlot& slot = op->slots[i];
       // Compare first: the common case (no error before, none now) then writes nothing.
-      if (op->slots[i].write && var->poison != outcome) var->poison = outcome;
+      if (slot.write && !slot.keeps_poison && slot.var->poison != outcome)
+        slot.var->poison = outcome;
     }
   }
   release(op);

@@ -22,6 +22,9 @@
 
 namespace tandem::detail {
 
+struct GraphPlan;  // captured_graph.h
+struct InlineSegment;
+
 // An op's exception wrapped in an OpError naming the op and its device (the original nested).
 std::exception_ptr wrap_op_error(const std::string& op_name, Device device,
                                  std::exception_ptr error);
@@ -112,6 +115,9 @@ class EngineCore : public CompletionSink {
   virtual void submit(OpRecord* op, Device device, VarList reads, VarList writes,
                       const OpProps& props) = 0;
   virtual void submit_delete(OpRecord* op, Var var) = 0;
+  // Takes the push ticket of `op`, whose slots, device and props are filled, and queues it (the
+  // naive engine runs it): the rest of submit after prepare. A replayed graph segment's op.
+  virtual void submit_prepared(OpRecord* op) = 0;
   // Waits give up at `deadline` (kNoDeadline: never) with TimeoutError.
   virtual void wait_for_var(Var var, Deadline deadline) = 0;
   virtual void wait_to_write(Var var, Deadline deadline) = 0;
@@ -123,6 +129,13 @@ class EngineCore : public CompletionSink {
   virtual int worker_lanes() const { return 0; }
   // Finishes every pending op; false if some were still running after `timeout`.
   virtual bool shutdown(std::chrono::milliseconds timeout) = 0;
+
+  // Captured graphs (captured_graph.h; graph_recorder.cc, graph_replay.cc). A recorded op is
+  // validated and filled as a push would (throws tandem::Error after discarding it), but never
+  // queued; `replay` enters every step of `plan` in capture order.
+  void prepare_recorded(OpRecord* op, Device device, VarList reads, VarList writes,
+                        const OpProps& props);
+  void replay(const std::shared_ptr<GraphPlan>& plan);
 
  protected:
   // Fills `op` from push arguments (validated, deduplicated, sorted by var). On bad input,
@@ -150,6 +163,14 @@ class EngineCore : public CompletionSink {
   ErrorRef resolve_locked(DeviceWork& work);
 
   EngineStats base_stats() const;
+  // The ops of a replayed graph segment run in its GraphRun (graph_replay.cc), with the poison,
+  // skip and error rules of execute(): run_replayed_node runs (or skips) one, at `position` in
+  // the segment of the unit pushed as `sequence`, and sets the poison of what it writes.
+  friend class GraphRun;
+  using FenceErrors = std::vector<std::pair<VarState*, ErrorRef>>;
+  void run_replayed_node(OpRecord* node, std::uint64_t sequence, std::uint32_t position,
+                         std::uint8_t parity, int worker, const FenceErrors* fence_errors) noexcept;
+  void replay_segment(const std::shared_ptr<GraphPlan>& plan, const InlineSegment& segment);
   // The profiler's name for worker lane `worker` (as passed to execute).
   virtual std::string lane_name(int worker) const;
 

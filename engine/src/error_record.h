@@ -19,10 +19,19 @@ struct ErrorRecord {
   // Push order of the op that failed: an op skipped because several inputs are poisoned passes
   // on the oldest of their errors, so the error reported never depends on timing or addresses.
   std::uint64_t op_sequence;
+  // The op's position in its replayed graph segment (captured_graph.h), which takes one push
+  // sequence for all its ops; 0 for an op pushed on its own.
+  std::uint32_t graph_position = 0;
   // Set by the first sync point that throws it; wait_all skips records already thrown.
   std::atomic<bool> thrown{false};
 };
 using ErrorRef = std::shared_ptr<ErrorRecord>;
+
+// True when the op that failed with `a` was pushed before the one that failed with `b`.
+inline bool pushed_before(const ErrorRecord& a, const ErrorRecord& b) {
+  return a.op_sequence != b.op_sequence ? a.op_sequence < b.op_sequence
+                                        : a.graph_position < b.graph_position;
+}
 
 // The errors no sync point has thrown yet. Errors are recorded in completion order (which
 // depends on timing) but taken in push order: `take_first_unthrown` returns the record of the
@@ -45,7 +54,7 @@ class ErrorRegistry {
     for (;;) {
       auto first = std::min_element(
           unthrown_.begin(), unthrown_.end(),
-          [](const ErrorRef& a, const ErrorRef& b) { return a->op_sequence < b->op_sequence; });
+          [](const ErrorRef& a, const ErrorRef& b) { return pushed_before(*a, *b); });
       if (first == unthrown_.end()) return nullptr;
       ErrorRef error = std::move(*first);
       unthrown_.erase(first);

@@ -30,6 +30,7 @@ class NaiveEngine final : public EngineCore {
   void submit(OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override;
   void submit_delete(OpRecord* op, Var var) override;
+  void submit_prepared(OpRecord* op) override { run_now(op); }
   void wait_for_var(Var var, Deadline deadline) override { wait(var, "wait_for_var", deadline); }
   void wait_to_write(Var var, Deadline deadline) override { wait(var, "wait_to_write", deadline); }
   void wait_all(Deadline deadline) override;

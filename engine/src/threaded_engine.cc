@@ -90,6 +90,11 @@ void ThreadedEngine::submit_delete(OpRecord* op, Var var) {
   enqueue_on_vars(op);
 }
 
+void ThreadedEngine::submit_prepared(OpRecord* op) {
+  take_ticket(op);
+  enqueue_on_vars(op);
+}
+
 void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
   // One test of the profiler per push here: the profiled path does its recording on its own.
   if (profiling::profiled(op)) [[unlikely]]

@@ -41,6 +41,7 @@ class ThreadedEngine final : public EngineCore {
   void submit(OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override;
   void submit_delete(OpRecord* op, Var var) override;
+  void submit_prepared(OpRecord* op) override;
   // Waits for every op pushed before the call (not for ops other threads push meanwhile).
   void wait_for_var(Var var, Deadline deadline) override;
   void wait_to_write(Var var, Deadline deadline) override;

@@ -40,6 +40,9 @@
 //   and a var of another engine make push, the waits and delete_var throw tandem::Error (the
 //   op is not queued).
 //
+// Capture and replay (a window of pushes recorded once, entered again as one unit):
+// tandem/graph.h.
+//
 // Lifetime:
 // - The process-wide engine (`get`) lives until the process ends; no static destructor
 //   destroys it. When the process exits it finishes every op pushed so far (their device work

@@ -51,6 +51,9 @@ struct VarSlot {
   // The op reads the var's current value: a plain read, or a var listed as read and write.
   // Only these slots make an op skip when the var is poisoned.
   bool reads_value = false;
+  // The op's own outcome does not set the var's poison when it finishes: a replayed graph
+  // segment (graph_replay.cc) holds the var while its ops set the poison one by one.
+  bool keeps_poison = false;
 };
 
 // Layout: an op's record moves between cores (written by the pusher, read and written by a

@@ -1,0 +1,99 @@
+// Capture and replay: record a window of pushes once, enter it into the engine many times.
+//
+//   auto& engine = tandem::Engine::get();
+//   tandem::Var x = engine.new_var(), y = engine.new_var();
+//   tandem::CapturedGraph step = tandem::capture(engine, [&] {
+//     engine.push([&] { y_data = f(x_data); }, tandem::cpu(), {x}, {y}, {.name = "f"});
+//     engine.push([&] { x_data = g(y_data); }, tandem::cpu(), {y}, {x}, {.name = "g"});
+//   });                                   // nothing has run yet
+//   for (int i = 0; i < 1000; ++i) step.replay();
+//   engine.wait_for_var(x);
+//
+// Capture: while `record` runs, the pushes (and delete_var calls) the calling thread makes on
+// `engine` are recorded instead of run: each op keeps its closure, device, props and var lists,
+// checked as a push checks them (bad input throws tandem::Error at the push). Pushes from other
+// threads, and on other engines, go through as usual. Inside a capture, a wait on `engine`
+// (wait_for_var, wait_to_write, wait_all), a nested capture and a replay throw tandem::Error;
+// an exception out of `record` discards what was recorded and propagates.
+//
+// Replay enters the window into the engine as one unit: the result is that of pushing the
+// recorded ops one by one at the time of the replay call, with the same closures. Errors poison
+// the same vars, skip the same ops and are thrown by the same sync points, in the same order,
+// as those pushes would. Replays and eager pushes on shared vars keep push order, and two
+// replays of one graph are ordered where they touch the same vars (a graph's synchronous CPU
+// parts never overlap with another replay of the same graph).
+//
+// Cost: a run of synchronous CPU ops is entered as one op that holds the run's vars; its ops
+// then run from dependencies resolved at capture (a counter per op, reset each replay), so a
+// replayed op costs a small fraction of a push. Accelerator ops and async ops
+// (`async_completion`) are pushed again one by one at replay. docs/design.md ("Captured
+// graphs") has the details.
+//
+// Vars: the graph refers to the vars its ops touch; deleting one while the graph is alive makes
+// replay throw tandem::Error naming it. A var created inside the window (new_var) and deleted
+// there too (delete_var) is a temporary the graph owns: it stays alive, reused by every replay,
+// and its deleter runs when the graph is destroyed. Closures are called once per replay and may
+// be called from several threads over the graph's life, so state they change must be
+// synchronised through the vars, as for any op. Op names must stay valid while the graph lives.
+// Destroy a graph before its engine.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include "tandem/engine.h"
+
+namespace tandem {
+
+namespace detail {
+struct GraphPlan;
+class GraphRecorder;
+GraphRecorder* begin_capture(Engine& engine);
+std::shared_ptr<GraphPlan> end_capture(GraphRecorder* recorder);
+void abandon_capture(GraphRecorder* recorder) noexcept;
+}  // namespace detail
+
+// A handle to a captured graph; copies share it. The graph lives until its last handle and its
+// last replay in flight are gone.
+class CapturedGraph {
+ public:
+  // An empty graph: replay does nothing.
+  CapturedGraph() = default;
+  explicit CapturedGraph(std::shared_ptr<detail::GraphPlan> plan) : plan_(std::move(plan)) {}
+
+  // Enters one run of the window into the engine and returns at once (the naive engine: after
+  // running it). Thread-safe. Throws tandem::Error, having entered nothing, when a var the graph
+  // uses was deleted, or when called inside a capture.
+  void replay();
+
+  // The ops recorded, and how many of them a replay pushes one by one (accelerator and async
+  // ops); the others run inside the units of their synchronous CPU segments.
+  std::size_t num_ops() const;
+  std::size_t num_pushed_ops() const;
+  std::size_t num_segments() const;
+  // Vars the window touched that existed before it: read only, and written.
+  std::size_t num_external_reads() const;
+  std::size_t num_external_writes() const;
+  // Vars the window created (new_var), of which those it also deleted are owned by the graph.
+  std::size_t num_temporaries() const;
+
+ private:
+  std::shared_ptr<detail::GraphPlan> plan_;
+};
+
+// Records the pushes `record()` makes on `engine` from this thread into a graph (see above).
+template <class Fn>
+CapturedGraph capture(Engine& engine, Fn&& record) {
+  detail::GraphRecorder* recorder = detail::begin_capture(engine);
+  try {
+    std::invoke(std::forward<Fn>(record));
+  } catch (...) {
+    detail::abandon_capture(recorder);
+    throw;
+  }
+  return CapturedGraph(detail::end_capture(recorder));
+}
+
+}  // namespace tandem

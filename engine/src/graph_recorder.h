@@ -1,0 +1,56 @@
+// GraphRecorder: the capture in progress on one thread (tandem/graph.h). The engine facade
+// (engine.cc) asks `recording(engine)` on every push, delete_var, new_var and wait; while it is
+// non-null, pushes on that engine are handed here instead of to the core.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "captured_graph.h"
+#include "fast_tls.h"
+
+namespace tandem::detail {
+
+class EngineCore;
+
+class GraphRecorder {
+ public:
+  explicit GraphRecorder(Engine& engine) : engine_(&engine) {}
+  // Discards whatever was recorded and not handed to a plan.
+  ~GraphRecorder();
+  GraphRecorder(const GraphRecorder&) = delete;
+  GraphRecorder& operator=(const GraphRecorder&) = delete;
+
+  // Takes `op` (also when it throws, like submit).
+  void record(EngineCore& core, OpRecord* op, Device device, VarList reads, VarList writes,
+              const OpProps& props);
+  // A delete_var inside the window: kept (with its deleter) for a var the window created;
+  // tandem::Error for any other var.
+  void record_delete(OpRecord* deleter, Var var);
+  void note_new_var(Var var);
+  // Resolves the window into a plan (captured_graph.h).
+  std::shared_ptr<GraphPlan> finish(EngineCore& core);
+  bool records_for(const Engine* engine) const { return engine == engine_; }
+  Engine& engine() const { return *engine_; }
+
+ private:
+  Engine* engine_;
+  std::vector<OpRecord*> ops_;
+  std::unordered_set<VarState*> created_;
+  std::vector<std::pair<Var, OpRecord*>> deleted_;
+};
+
+// The recorder capturing on this thread for `engine`; null (the common case: one TLS load and
+// a test) when this thread captures nothing, or captures for another engine.
+extern constinit thread_local GraphRecorder* tls_graph_recorder TANDEM_FAST_TLS;
+inline GraphRecorder* recording(const Engine* engine) noexcept {
+  GraphRecorder* recorder = tls_graph_recorder;
+  if (recorder == nullptr || !recorder->records_for(engine)) [[likely]]
+    return nullptr;
+  return recorder;
+}
+
+}  // namespace tandem::detail
