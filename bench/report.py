@@ -308,12 +308,15 @@ def render_frontend(records, meta):
         for (size, shape), systems in sorted(by_size.items(), key=lambda kv: kv[0][0] or 0):
             sync, asyn, naive = (systems.get(k, {}).get("seconds") for k in ("sync", "async", "naive"))
             speedup = fmt_ratio(sync / asyn) if sync and asyn else "—"
+            over_sync = fmt_ratio(asyn / sync) if sync and asyn else "—"
+            over_naive = fmt_ratio(asyn / naive) if naive and asyn else "—"
             rows.append([shape or size, f"{size:,}" if size else "—", fmt_s(sync), fmt_s(asyn),
-                         fmt_s(naive), speedup])
+                         fmt_s(naive), speedup, over_sync, over_naive])
         iterations = loop[0].get("iterations", 1000)
         lines += [f"**{iterations} × `y = x + 1`**: a sync after every op (`sync`), one `waitall` at "
                   "the end (`async`), the naive engine (every op inside its call):", ""]
-        lines += table(["shape", "elements", "sync", "async", "naive", "speedup sync/async"], rows)
+        lines += table(["shape", "elements", "sync", "async", "naive", "speedup sync/async",
+                        "async/sync", "async/naive"], rows)
     memory = [r for r in records if r.get("workload") == "memory_loop"]
     if memory:
         rows = [[r["system"], fmt_cell(r.get("max_ops_in_flight")), fmt_cell(r.get("peak_rss_mb")),

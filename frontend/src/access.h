@@ -66,7 +66,8 @@ class WriteReads {
 };
 
 // A new dense array on `engine`: checks the shape's size (naming `op`), allocates, gives it a var.
+// `first_write` says who writes it first (see FirstWrite in storage.h).
 NDArray allocate_array(Engine& engine, const Shape& shape, DType dtype, Device device,
-                       const char* op);
+                       const char* op, FirstWrite first_write = FirstWrite::by_op);
 
 }  // namespace tandem::nd::detail

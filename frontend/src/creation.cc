@@ -123,8 +123,10 @@ NDArray copy_from_host(const char* op, const void* data, std::int64_t count, DTy
     detail::require_backend(device, op);
     return copy_from_host(op, data, count, dtype, shape, cpu()).copyto(device);
   }
-  NDArray out = detail::allocate_array(current_engine(), shape, dtype, device, op);
-  // The storage is fresh (no op can use it yet), so the copy happens here, in the caller.
+  // A fresh storage (never a parked one, which queued ops may still use), so the copy happens
+  // here, in the caller.
+  NDArray out = detail::allocate_array(current_engine(), shape, dtype, device, op,
+                                       detail::FirstWrite::by_caller);
   if (out.size() > 0) {
     std::memcpy(out.view().data, data,
                 static_cast<std::size_t>(out.size()) * ops::dtype_size(dtype));

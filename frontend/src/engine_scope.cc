@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "generator_registry.h"
+#include "storage_reuse.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
@@ -27,7 +28,10 @@ std::unordered_map<Engine*, int>& open_scopes() {
 }  // namespace
 
 Engine& current_engine() {
-  return scoped_engine != nullptr ? *scoped_engine : Engine::get();
+  if (scoped_engine != nullptr) return *scoped_engine;
+  Engine& engine = Engine::get();
+  detail::note_process_engine(engine);  // its arrays' storages may be parked for reuse
+  return engine;
 }
 
 void waitall() {
@@ -39,8 +43,14 @@ void waitall(std::chrono::milliseconds timeout) {
 }
 
 EngineScope::EngineScope(Engine& engine) : previous_(scoped_engine), engine_(&engine) {
-  std::lock_guard lock(scopes_mutex);
-  ++open_scopes()[engine_];
+  detail::note_scope_opened(engine);
+  try {
+    std::lock_guard lock(scopes_mutex);
+    ++open_scopes()[engine_];
+  } catch (...) {
+    detail::note_scope_closed(engine);
+    throw;
+  }
   scoped_engine = engine_;
 }
 
@@ -56,6 +66,8 @@ EngineScope::~EngineScope() {
     }
   }
   if (last) random::detail::forget_default_generator(*engine_);
+  // Before the owner can destroy the engine: the storages parked for reuse hold its vars.
+  detail::note_scope_closed(*engine_);
 }
 
 void set_default_engine(const EngineConfig& config) {
@@ -67,6 +79,9 @@ void set_default_engine(const EngineConfig& config) {
     // arrays or generator, and the config given here is the way past that error.
   }
   if (old != nullptr) {
+    // Storages parked for reuse hold vars of the old engine: free them first (a refusal below
+    // only costs their reuse).
+    detail::release_process_engine(*old);
     // Checked before the default generator is forgotten, so that a refusal changes nothing.
     const std::uint64_t own = random::detail::has_default_generator(*old) ? 1 : 0;
     const std::uint64_t alive = old->stats().vars_alive;

@@ -19,11 +19,11 @@ using detail::NDArrayAccess;
 namespace detail {
 
 NDArray allocate_array(Engine& engine, const Shape& shape, DType dtype, Device device,
-                       const char* op) {
+                       const char* op, FirstWrite first_write) {
   check_dtype(op, dtype);
   const std::int64_t n = ops::checked_num_elements(shape, ops::dtype_size(dtype), op);
-  auto storage =
-      create_storage(engine, device, static_cast<std::size_t>(n) * ops::dtype_size(dtype), op);
+  auto storage = create_storage(
+      engine, device, static_cast<std::size_t>(n) * ops::dtype_size(dtype), op, first_write);
   return NDArrayAccess::make(std::move(storage), dtype, shape, ops::contiguous_strides(shape), 0);
 }
 

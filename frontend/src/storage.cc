@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "host_pool.h"
+#include "storage_reuse.h"
 #include "tandem/errors.h"
 #include "tandem/inside_op.h"
 
@@ -81,25 +82,36 @@ StoragePool& storage_pool() {
 
 }  // namespace
 
-// The last reference is gone: hand the storage to the engine to free after its last op.
-//
-// The engine's ready queue is FIFO, and a deleter becomes ready only when the last op on its var
-// finishes: in a loop that queues many independent ops (1000 x `y = x + 1`), every deleter
-// would wait behind every queued op, so all outputs would be alive at once. For big arrays a
-// priority op writing the var frees the memory first: it still runs after every earlier op on
-// the array, but ahead of ordinary ready ops, so the memory goes back to the pool (and the next
-// op's output reuses it) as soon as its last user is done.
-//
-// Accelerator storage has no early free: an accelerator op's body runs at launch, ahead of its
-// stream, so only the deleter (which runs after the device has finished with the var) may give
-// the block back. Its pool is told at once that the block is coming back (expect_free), so that
-// an allocation meanwhile waits for it rather than failing.
+// The last reference is gone: park the storage for a new array of the same size
+// (storage_reuse.h), or hand it to the engine to free after its last op.
 //
 // The var is deleted through Engine::owner(var), not `storage->engine`: an array may outlive
 // the Engine object it was made on (a private engine destroyed first), and its var then belongs
 // to a stand-in engine that still exists.
 void release(Storage* storage) noexcept {
   if (storage->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Engine* owner = nullptr;
+  try {
+    owner = &Engine::owner(storage->var);
+  } catch (...) {
+    return;  // the var is not the engine's any more: leaking beats freeing memory in use
+  }
+  if (park_storage(storage, *owner)) return;
+  free_storage(storage, *owner);
+}
+
+// The engine's ready queue is FIFO, and a deleter becomes ready only when the last op on its var
+// finishes: in a loop that queues many independent ops, every deleter would wait behind every
+// queued op, so all outputs would be alive at once. For big arrays a priority op writing the var
+// frees the memory first: it still runs after every earlier op on the array, but ahead of
+// ordinary ready ops, so the memory goes back to the pool (and the next op's output reuses it)
+// as soon as its last user is done.
+//
+// Accelerator storage has no early free: an accelerator op's body runs at launch, ahead of its
+// stream, so only the deleter (which runs after the device has finished with the var) may give
+// the block back. Its pool is told at once that the block is coming back (expect_free), so that
+// an allocation meanwhile waits for it rather than failing.
+void free_storage(Storage* storage, Engine& owner) noexcept {
   MemoryBlock announced;
   if (storage->accelerator != nullptr) {
     // An op not launched yet may still allocate the memory (when creation could not): then the
@@ -112,12 +124,11 @@ void release(Storage* storage) noexcept {
     }
   }
   try {
-    Engine& engine = Engine::owner(storage->var);
     if (storage->bytes >= kEarlyFreeBytes && storage->accelerator == nullptr) {
-      engine.push([storage] { storage->free_data(); }, storage->device, {}, {storage->var},
-                  {.name = "free", .priority = 1, .no_skip = true});
+      owner.push([storage] { storage->free_data(); }, storage->device, {}, {storage->var},
+                 {.name = "free", .priority = 1, .no_skip = true});
     }
-    engine.delete_var(storage->var, [storage] {
+    owner.delete_var(storage->var, [storage] {
       storage->free_data();
       storage_pool().give_back(storage);
     });
@@ -196,7 +207,8 @@ void Storage::free_data() noexcept {
   free_for(*this, data.exchange(nullptr, std::memory_order_acq_rel));
 }
 
-StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op) {
+StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op,
+                          FirstWrite first_write) {
   require_backend(device, op);
   Accelerator* accelerator = device.is_accelerator() ? &tandem::accelerator(device) : nullptr;
   const std::size_t capacity =
@@ -204,6 +216,11 @@ StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, cons
   if (bytes > capacity) {
     throw Error(std::string("tandem: ") + op + ": " + describe_bytes(bytes) + " asked for on " +
                 to_string(device) + ", more than its " + describe_bytes(capacity));
+  }
+  // A parked storage keeps its var: the new array's first op, a write, is ordered after every
+  // op still queued on the array that held it (storage_reuse.h).
+  if (first_write == FirstWrite::by_op) {
+    if (Storage* parked = take_parked_storage(engine, device, bytes)) return StorageRef(parked);
   }
   Storage* storage = storage_pool().acquire();
   try {

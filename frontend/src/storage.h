@@ -1,12 +1,16 @@
 // Storage: the memory of an array and its engine var, shared by every handle and view.
 //
-// Storage objects are pooled: the engine's deleter returns them for reuse.
+// Storage objects are pooled: the engine's deleter returns them for reuse. Big host storages
+// skip the deleter when a new array of their size can take them, var and block together
+// (storage_reuse.h).
 //
 // Two invariants make it safe for queued ops to hold a plain `Storage*`:
-// - The object is not destroyed with the last handle. The last handle queues
+// - The object is not destroyed with the last handle. The last handle either parks it for a new
+//   array of its size (storage_reuse.h), which keeps its var, or queues
 //   engine.delete_var(var, deleter), and the deleter frees the memory and the object after every
 //   earlier op on the var has finished; every op that captured the pointer was pushed on the var
-//   while a handle still existed, so it comes earlier.
+//   while a handle still existed, so it comes earlier, and a new array that takes the parked
+//   object only ever writes it through ops ordered after those.
 // - Host memory is allocated by the first op that needs it (data_or_allocate), on the worker
 //   that runs it, not when the array is created. A program that runs far ahead of its workers
 //   queues ops, not memory: memory is held from when work on it starts until its deleter.
@@ -67,11 +71,23 @@ struct Storage {
   void free_data() noexcept;
 };
 
-// A new storage of `bytes` on `device` with a new var of `engine`. Host memory is not yet
+// Who writes a new array first. Almost always an op pushed on its var (`by_op`), which is what
+// lets the array take a parked storage whose old ops may still be queued (storage_reuse.h).
+// `by_caller`: the caller writes the memory directly before any op, so the storage must be
+// fresh, with a new var that no op uses yet.
+enum class FirstWrite { by_op, by_caller };
+
+// A new storage of `bytes` on `device` with a new var of `engine` (or, for FirstWrite::by_op, a
+// parked storage of that size, with its var). Host memory is not yet
 // allocated; device memory is, when it can be had (waiting for pending frees, see above).
 // Throws tandem::Error naming `op` when the device is not available, or when `bytes` is more
 // than the device's memory (a mistake worth reporting at the call, not later in an op; memory
 // that runs out because of other live arrays is reported by the op that needed it).
-StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op);
+StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op,
+                          FirstWrite first_write = FirstWrite::by_op);
+
+// Frees a storage whose last reference is gone, through the deletion ops of `owner` (the engine
+// of its var) that run after every op queued on it; the storage object goes back to its pool.
+void free_storage(Storage* storage, Engine& owner) noexcept;
 
 }  // namespace tandem::nd::detail
