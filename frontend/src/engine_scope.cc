@@ -6,10 +6,13 @@
 #include <string>
 #include <unordered_map>
 
+#include "capture_window.h"
 #include "generator_registry.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
+
+using detail::throw_if_capturing;
 
 namespace {
 
@@ -31,10 +34,12 @@ Engine& current_engine() {
 }
 
 void waitall() {
+  throw_if_capturing("waitall");
   current_engine().wait_all();
 }
 
 void waitall(std::chrono::milliseconds timeout) {
+  throw_if_capturing("waitall");
   current_engine().wait_all(timeout);
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "backend.h"
+#include "capture_window.h"
 #include "host_pool.h"
 #include "tandem/errors.h"
 #include "tandem/inside_op.h"
@@ -100,8 +101,16 @@ StoragePool& storage_pool() {
 // to a stand-in engine that still exists.
 void release(Storage* storage) noexcept {
   if (storage->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  delete_storage(storage);
+}
+
+// Inside a capture window (capture_window.h) the storage is a temporary the graph will own, or
+// an array from before the window: no early free and no announcement then, and a deletion the
+// engine refuses (a var from before the window) is retried when the window closes.
+void delete_storage(Storage* storage) noexcept {
+  const bool capturing = capturing_on_this_thread();
   MemoryBlock announced;
-  if (storage->accelerator != nullptr) {
+  if (storage->accelerator != nullptr && !capturing) {
     // An op not launched yet may still allocate the memory (when creation could not): then the
     // deleter frees it without an announcement.
     void* data = storage->data.load(std::memory_order_acquire);
@@ -113,7 +122,7 @@ void release(Storage* storage) noexcept {
   }
   try {
     Engine& engine = Engine::owner(storage->var);
-    if (storage->bytes >= kEarlyFreeBytes && storage->accelerator == nullptr) {
+    if (storage->bytes >= kEarlyFreeBytes && storage->accelerator == nullptr && !capturing) {
       engine.push([storage] { storage->free_data(); }, storage->device, {}, {storage->var},
                   {.name = "free", .priority = 1, .no_skip = true});
     }
@@ -123,8 +132,11 @@ void release(Storage* storage) noexcept {
     });
   } catch (...) {
     // The engine refused the deletion: leaking beats freeing memory an op may still use.
-    if (announced.data != nullptr)
+    if (announced.data != nullptr) {
+      storage->free_announced = false;
       storage->accelerator->device_pool().cancel_expected_free(announced);
+    }
+    if (capturing) CaptureWindow::defer_deletion(storage);
   }
 }
 
