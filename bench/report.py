@@ -439,6 +439,30 @@ def replace_section(doc, suite, body):
     return doc.rstrip() + f"\n\n## {suite}\n\n{block}\n"
 
 
+# --- the graph suite -------------------------------------------------------------------------
+
+
+def render_graph(records, meta):
+    lines = provenance(meta)
+    lines += targets_table(records)
+    index = by_key([r for r in records if r.get("workload") == "hybridize_mlp"])
+    eager, hybrid = index.get(("hybridize_mlp", "eager")), index.get(("hybridize_mlp", "hybridized"))
+    if eager or hybrid:
+        sample = eager or hybrid
+        seconds = {name: (r or {}).get("seconds") for name, r in (("eager", eager),
+                                                                  ("hybridized", hybrid))}
+        ratio = (fmt_ratio(seconds["eager"] / seconds["hybridized"])
+                 if seconds["eager"] and seconds["hybridized"] else "—")
+        lines += ["**hybridize_mlp** (d2l 8.1): forward calls of a small MLP, eager vs "
+                  "`net.hybridize()` (recorded once, replayed), waiting once at the end; the best "
+                  "of interleaved rounds.", ""]
+        lines += table(["model", "device", "calls", "eager", "hybridized", "eager / hybridized"],
+                       [[sample.get("model", "—"), sample.get("device", "—"),
+                         fmt_cell(sample.get("calls")), fmt_s(seconds["eager"]),
+                         fmt_s(seconds["hybridized"]), ratio]])
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def load_suites():
     suites = {}
     for path in sorted(RESULTS.glob("*.json")):
@@ -461,6 +485,7 @@ RENDERERS = {
     "overlap": render_overlap,
     "profiler_off": render_profiler_off,
     "training": render_training,
+    "graph": render_graph,
 }
 
 

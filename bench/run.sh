@@ -4,7 +4,8 @@
 #   bench/run.sh engine --quick     # < 3 min on 2 cores, build included
 #   bench/run.sh engine             # the full run (~2 min on 2 quiet cores)
 #   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX
-#   bench/run.sh all                # engine, frontend, overlap and training
+#   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized forward calls
+#   bench/run.sh all                # engine, frontend, overlap, training and graph
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
 #
 # Each suite writes bench/results/SUITE.json (its records) and bench/results/SUITE.meta.json
@@ -14,7 +15,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: bench/run.sh engine|frontend|overlap|training|all [--quick]" >&2
+  echo "usage: bench/run.sh engine|frontend|overlap|training|graph|all [--quick]" >&2
   exit 2
 }
 
@@ -28,7 +29,7 @@ for arg in "$@"; do
     *) usage ;;
   esac
 done
-case $suite in engine | frontend | overlap | training | all) ;; *) usage ;; esac
+case $suite in engine | frontend | overlap | training | graph | all) ;; *) usage ;; esac
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$repo/build-bench
@@ -118,7 +119,7 @@ fi
 
 status=0
 if [[ $suite == all ]]; then
-  for name in engine frontend overlap training; do run_suite "$name" || status=1; done
+  for name in engine frontend overlap training graph; do run_suite "$name" || status=1; done
 else
   run_suite "$suite" || status=1
 fi

@@ -1,0 +1,13 @@
+// hybridize_mlp: d2l 8.1's experiment on tandem. A small MLP of tiny ops, many forward calls,
+// eagerly and hybridized (Block::hybridize).
+#pragma once
+
+#include "records.h"
+
+namespace tandem::bench {
+
+// Appends {"workload": "hybridize_mlp", "system": "eager" | "hybridized", "seconds", "calls",
+// "model", "device"} and the target record (eager / hybridized >= 3).
+void run_hybridize_mlp(bool quick, Records& records);
+
+}  // namespace tandem::bench
