@@ -2,6 +2,7 @@
 #include <tandem/accel/accelerator.h>
 #include <tandem/accel/stream.h>
 #include <tandem/graph.h>
+#include <tandem/profiler.h>
 
 #include <array>
 #include <atomic>
@@ -437,4 +438,63 @@ TEST_CASE("the user guide's capture example replays to 2047") {
   step = CapturedGraph();
   engine->delete_var(x);
   engine->delete_var(y);
+}
+
+TEST_CASE("the profiler records a replayed segment as one op, 'graph replay'") {
+  auto engine = make_engine(each_engine_kind());
+  Var x = engine->new_var();
+  CapturedGraph graph = capture(*engine, [&] {
+    for (int i = 0; i < 5; ++i) engine->push([] {}, cpu(), {}, {x}, {.name = "inner"});
+  });
+  profiler::start();
+  graph.replay();
+  engine->wait_all();
+  profiler::stop();
+  int replays = 0, inner = 0;
+  for (const profiler::OpEvent& event : profiler::events()) {
+    replays += event.name == "graph replay";
+    inner += event.name == "inner";
+  }
+  profiler::clear();
+  CHECK(replays == 1);
+  CHECK(inner == 0);
+  graph = CapturedGraph();
+  engine->delete_var(x);
+}
+
+TEST_CASE("an async op completed from another thread and an op that pushes replay like pushes") {
+  auto engine = make_engine(each_engine_kind());
+  Var a = engine->new_var(), b = engine->new_var(), pushed = engine->new_var();
+  std::int64_t va = 0, vb = 0, follow_ups = 0;
+  std::vector<std::thread> completers;
+  std::mutex completers_mutex;
+  CapturedGraph graph = capture(*engine, [&] {
+    engine->push(
+        [&](RunContext& ctx) {
+          std::lock_guard lock(completers_mutex);
+          completers.emplace_back([&va, done = ctx.take_completion()]() mutable {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            ++va;
+            done();
+          });
+        },
+        cpu(), {}, {a}, {.name = "async", .async_completion = true});
+    engine->push(
+        [&] {
+          vb = va * 10;
+          engine->push([&] { ++follow_ups; }, cpu(), {}, {pushed}, {.name = "follow-up"});
+        },
+        cpu(), {a}, {b}, {.name = "reads async"});
+  });
+  CHECK(graph.num_pushed_ops() == 1);
+  for (int i = 1; i <= 3; ++i) {
+    graph.replay();
+    engine->wait_for_var(b);
+    CHECK(vb == 10 * i);
+  }
+  engine->wait_all();
+  CHECK(follow_ups == 3);
+  for (std::thread& thread : completers) thread.join();
+  graph = CapturedGraph();
+  for (Var v : {a, b, pushed}) engine->delete_var(v);
 }

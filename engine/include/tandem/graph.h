@@ -55,6 +55,8 @@ std::shared_ptr<GraphPlan> end_capture(GraphRecorder* recorder);
 void abandon_capture(GraphRecorder* recorder) noexcept;
 }  // namespace detail
 
+// A handle to a captured graph; copies share it. The graph lives until its last handle and its
+// last replay in flight are gone.
 class CapturedGraph {
  public:
   // An empty graph: replay does nothing.
