@@ -6,8 +6,9 @@
 
 namespace tandem::bench {
 
-// Appends {"workload": "hybridize_mlp", "system": "eager" | "hybridized", "seconds", "calls",
-// "model", "device"} and the target record (eager / hybridized >= 3).
+// Appends {"workload": "hybridize_mlp", "system": "eager" | "hybridized" | "plain_loops",
+// "seconds", "calls", "model", "device"} and the target record (eager / hybridized >= 3).
+// plain_loops is the floor: the same layers as plain C++ over OpenBLAS, no engine.
 void run_hybridize_mlp(bool quick, Records& records);
 
 }  // namespace tandem::bench
