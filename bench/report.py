@@ -442,7 +442,7 @@ def replace_section(doc, suite, body):
 # --- the graph suite -------------------------------------------------------------------------
 
 
-GRAPH_SYSTEMS = ["eager", "hybridized", "plain_loops"]
+GRAPH_SYSTEMS = ["eager", "hybridized", "hybridized_copied", "plain_loops"]
 
 
 def render_graph(records, meta):
@@ -458,8 +458,9 @@ def render_graph(records, meta):
             return fmt_ratio(seconds[a] / seconds[b]) if seconds[a] and seconds[b] else "—"
 
         lines += ["**hybridize_mlp** (d2l 8.1): forward calls of a small MLP, eager vs "
-                  "`net.hybridize()` (recorded once, replayed), waiting once at the end, and the "
-                  "floor: the same layers as plain C++ loops over OpenBLAS on one thread; the best "
+                  "`net.hybridize()` (recorded once, replayed), the same with each output copied "
+                  "(`net(x).copy()`: keeping every result), and the floor: the same layers as "
+                  "plain C++ loops over OpenBLAS on one thread; waiting once at the end, the best "
                   "of interleaved rounds.", ""]
         lines += table(["model", "device", "calls"] + GRAPH_SYSTEMS +
                        ["eager / hybridized", "hybridized / plain loops"],

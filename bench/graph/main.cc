@@ -3,8 +3,8 @@
 //   bench_graph [--quick] --out PATH.json
 //
 // Writes a JSON list of records:
-//   {"workload": "hybridize_mlp", "system": "eager" | "hybridized" | "plain_loops", "seconds",
-//    "calls", "model", "device"}
+//   {"workload": "hybridize_mlp", "system": "eager" | "hybridized" | "hybridized_copied" |
+//    "plain_loops", "seconds", "calls", "model", "device"}
 // and the targets. The engine-level measures of captured graphs (replay_ns_per_op,
 // metg_stencil_1d's tandem_replay) are in bench_engine. Usually run through
 // bench/run.sh graph [--quick].
