@@ -154,19 +154,43 @@ def engine_ns_table(records):
     return lines + [""]
 
 
-def metg_tables(records):
-    metg = [r for r in records if r.get("workload") == "metg_stencil_1d"]
+METG_PATTERNS = [("metg_stencil_1d", "stencil_1d", 3), ("metg_nearest", "nearest", 5),
+                 ("metg_trivial", "trivial", 0)]
+
+
+def fmt_metg(value, at_most=False):
+    if value is None:
+        return "not reached"
+    return ("≤ " if at_most else "") + f"{value:,.0f} ns"
+
+
+def metg_summary(records):
+    """One row per system, one column per Task Bench pattern: METG(50%) vs cores available."""
+    present = [(w, name) for w, name, _ in METG_PATTERNS
+               if any(r.get("workload") == w for r in records)]
+    index = by_key(records)
+    systems = present_systems([r for r in records if r.get("workload") in dict(present)])
+    rows = []
+    for system in systems:
+        row = [system]
+        for workload, _ in present:
+            r = index.get((workload, system))
+            row.append(fmt_metg(r.get("metg_ns"), r.get("metg_at_most")) if r else "—")
+        rows.append(row)
+    return ["**METG(50%) per Task Bench pattern** (vs cores available; stencil_1d: 3 "
+            "dependencies per task, nearest: 5, trivial: none):", ""] + \
+        table(["system"] + [name for _, name in present], rows)
+
+
+def metg_tables(records, workload="metg_stencil_1d", pattern="stencil_1d", radix=3):
+    metg = [r for r in records if r.get("workload") == workload]
     if not metg:
         return []
     metg.sort(key=lambda r: SYSTEMS.index(r["system"]) if r["system"] in SYSTEMS else 99)
 
-    def fmt_metg(value, at_most=False):
-        if value is None:
-            return "not reached"
-        return ("≤ " if at_most else "") + f"{value:,.0f} ns"
-
-    lines = ["**METG(50%)**, Task Bench's stencil_1d "
-             f"({metg[0].get('width', '?')} columns, 3 dependencies per task):", ""]
+    dependencies = f"{radix} dependencies per task" if radix else "no dependencies"
+    lines = [f"**METG(50%)**, Task Bench's {pattern} "
+             f"({metg[0].get('width', '?')} columns, {dependencies}):", ""]
     lines += table(["system", "METG(50%) vs cores available", "METG(50%) vs all cores"],
                    [[r["system"], fmt_metg(r.get("metg_ns"), r.get("metg_at_most")),
                      fmt_metg(r.get("nominal_metg_ns"))] for r in metg])
@@ -181,8 +205,8 @@ def metg_tables(records):
             points = r.get("efficiency", [])
             row.append(f"{100 * points[i]['efficiency']:.1f}%" if i < len(points) else "—")
         rows.append(row)
-    lines += ["Efficiency per task granularity (task work / (wall × cores available in the same "
-              "round), median of the rounds):", ""]
+    lines += [f"Efficiency per task granularity, {pattern} (task work / (wall × cores available "
+              "in the same round), median of the rounds):", ""]
     lines += table(header, rows)
     available = sorted(p.get("available_cores", 0) for p in metg[0].get("efficiency", []))
     cores = metg[0].get("cores", 0)
@@ -191,6 +215,22 @@ def metg_tables(records):
                   f"{available[len(available) // 2]:.2f} of {cores} cores available). With the "
                   "threads sharing fewer cores, cross-core traffic disappears and METG comes out "
                   "optimistic; rerun on a quieter machine before trusting it.", ""]
+    return lines
+
+
+def chain_table(records):
+    chain = [r for r in records if r.get("workload") == "chain_plus_independent"]
+    if not chain:
+        return []
+    chain.sort(key=lambda r: SYSTEMS.index(r["system"]) if r["system"] in SYSTEMS else 99)
+    first = chain[0]
+    lines = [f"**chain_plus_independent**: {first.get('batches', '?')} batches of a "
+             f"{first.get('copy_ns', 0) / 1000:.0f} µs copy and a "
+             f"{first.get('compute_ns', 0) / 1000:.0f} µs compute op; ideal "
+             f"{first.get('ideal_ns', 0) / 1e6:.2f} ms (first copy + every compute):", ""]
+    lines += table(["system", "µs per batch", "wall / ideal"],
+                   [[r["system"], f"{r['ns_per_op'] / 1000:.1f}",
+                     fmt_ratio(r.get("over_ideal"))] for r in chain])
     return lines
 
 
@@ -235,7 +275,10 @@ def render_engine(records, meta):
     lines += targets_table(records)
     lines += ["**ns per op** (push_cost: ns per push call on the pushing thread):", ""]
     lines += engine_ns_table(records)
-    lines += metg_tables(records)
+    lines += chain_table(records)
+    lines += metg_summary(records)
+    for workload, pattern, radix in METG_PATTERNS:
+        lines += metg_tables(records, workload, pattern, radix)
     lines += idle_table(records)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -353,18 +396,23 @@ def render_training(records, meta):
     epochs = [r for r in records if r.get("workload") == "lenet_digits" and not r.get("skipped")]
     if epochs:
         rows = [[r["system"], r.get("device", "—"), r.get("model", "—"), fmt_cell(r.get("epochs")),
-                 fmt_cell(r.get("test_accuracy")), fmt_s(r.get("seconds_per_epoch")),
+                 fmt_cell(len(r.get("test_accuracy_per_seed", [])) or 1),
+                 fmt_cell(r.get("test_accuracy")), fmt_cell(r.get("test_accuracy_worst")),
+                 fmt_s(r.get("seconds_per_epoch")),
                  fmt_s(r.get("first_epoch_seconds")), fmt_cell(r.get("peak_rss_mb"))]
                 for r in epochs]
         lines += ["**lenet_digits**: training on the digits (1497 images, batch 64, SGD 0.1 with "
-                  "momentum 0.9), then the accuracy on the 300 test images. tandem runs "
-                  "train_lenet's default recipe (random 1-pixel shifts, weight decay 5e-4, a "
-                  "cosine learning rate; its model lenet_bn); the JAX peer trains the lenet_step "
+                  "momentum 0.9), then the accuracy on the 300 test images: the mean and the worst "
+                  "over the seeds (initial weights and shuffling; one seed moves by about 1%). "
+                  "tandem runs train_lenet's default recipe (random 1-pixel shifts, weight decay "
+                  "5e-4, a cosine learning rate) on its default model lenet_bn and on the small "
+                  "ResNet (--model resnet); the JAX peer trains the lenet_step "
                   "model with plain SGD, so its accuracy is not the same experiment. Seconds per "
                   "epoch "
                   "are the mean of the epochs after the first; peak RSS is the training "
                   "process's (JAX's includes the Python interpreter and XLA).", ""]
-        lines += table(["system", "device", "model", "epochs", "test accuracy", "per epoch",
+        lines += table(["system", "device", "model", "epochs", "seeds", "test accuracy (mean)",
+                        "worst seed", "per epoch",
                         "first epoch", "peak RSS MB"], rows)
     skipped = [r for r in records if r.get("skipped")]
     for r in skipped:

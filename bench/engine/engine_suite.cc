@@ -24,6 +24,12 @@ namespace {
 constexpr std::size_t kQuickOps = 20'000;
 constexpr std::size_t kFullOps = 200'000;
 constexpr std::size_t kFanOutReads = 1000;
+// chain_plus_independent: the grain of examples/engine_demo's part 2 (copy = 3/5 of compute),
+// 1000x finer, so that a worker's wake-up or a misplaced op shows against the ideal.
+constexpr std::size_t kQuickChainBatches = 200;
+constexpr std::size_t kFullChainBatches = 1000;
+constexpr int kChainComputeNs = 50'000;
+constexpr int kChainCopyNs = 30'000;
 constexpr std::size_t kIdleBurstOps = 10'000;
 constexpr std::chrono::milliseconds kIdleWindow{1000};
 // Backpressure bound for the push_cost engine: above any run's op count, so push never blocks
@@ -82,7 +88,10 @@ void EngineSuite::run() {
     if (workload == "fan_out") measure_fan_out();
     if (workload == "push_cost") measure_push_cost();
     if (workload == "replay_ns_per_op") measure_replay_ns_per_op();
-    if (workload == "metg_stencil_1d") measure_metg_stencil_1d();
+    if (workload == "chain_plus_independent") measure_chain_plus_independent();
+    for (const TaskBenchPattern& pattern : task_bench_patterns()) {
+      if (workload == pattern.workload()) measure_metg(pattern);
+    }
   }
 }
 
@@ -210,24 +219,65 @@ void EngineSuite::measure_push_cost() {
   record_ns_per_op("push_cost", timings, ops, "ns/push", extra);
 }
 
-void EngineSuite::measure_metg_stencil_1d() {
+void EngineSuite::measure_chain_plus_independent() {
+  const std::size_t batches = options_.quick ? kQuickChainBatches : kFullChainBatches;
+  const Work compute = busy_work_for(kChainComputeNs);
+  const Work copy = busy_work_for(kChainCopyNs);
+  const double compute_ns =
+      static_cast<double>(compute.spin_iterations) * nanoseconds_per_spin_iteration();
+  const double copy_ns =
+      static_cast<double>(copy.spin_iterations) * nanoseconds_per_spin_iteration();
+  const double ideal_ns = copy_ns + static_cast<double>(batches) * compute_ns;
+  print_heading("chain_plus_independent",
+                std::to_string(batches) + " batches of a " + std::to_string(kChainCopyNs / 1000) +
+                    " us copy (copy queue) and a " + std::to_string(kChainComputeNs / 1000) +
+                    " us compute op; ideal " + std::to_string(ideal_ns / 1e6) + " ms");
+  // tandem only among the push systems: the others have no copy queue.
+  auto run = [=](TandemSystem& system, std::span<const TandemSystem::Var> vars) {
+    return run_chain_plus_independent(system, vars, batches, compute, copy);
+  };
+  std::vector<Entrant> entrants;
+  if (enabled("tandem")) entrants.push_back(make_entrant("tandem", tandem_, 3, run));
+  if (enabled("tbb_flow")) {
+    entrants.push_back(
+        {"tbb_flow", [=] { return tbb_flow_chain_plus_independent(batches, compute, copy); }});
+  }
+  const std::vector<Timing> timings =
+      run_side_by_side("chain_plus_independent", entrants, repetitions_);
+  // ns per batch; each record also carries the ideal and its ratio to it.
+  std::map<std::string, nlohmann::json> extra;
+  for (const Timing& timing : timings) {
+    extra[timing.system] = {{"ideal_ns", ideal_ns},
+                            {"over_ideal", timing.median_ns / ideal_ns},
+                            {"compute_ns", compute_ns},
+                            {"copy_ns", copy_ns},
+                            {"batches", batches}};
+    std::cout << "  " << timing.system << ": " << std::setprecision(3)
+              << timing.median_ns / ideal_ns << " x ideal\n";
+  }
+  record_ns_per_op("chain_plus_independent", timings, batches, "ns/batch", extra);
+}
+
+void EngineSuite::measure_metg(const TaskBenchPattern& pattern) {
   const MetgPlan plan = make_metg_plan(options_.quick, cores_);
-  print_heading("metg_stencil_1d", "Task Bench stencil, " + std::to_string(plan.width) +
-                                       " columns, up to " + std::to_string(plan.max_steps) +
-                                       " steps; efficiency per task granularity");
+  print_heading(pattern.workload(),
+                "Task Bench " + pattern.name + " (" + std::to_string(pattern.radix) +
+                    " dependencies per interior task), " + std::to_string(plan.width) +
+                    " columns, up to " + std::to_string(plan.max_steps) +
+                    " steps; efficiency per task granularity");
   // The naive engine runs every task on the pushing thread, so its efficiency is capped at
   // 1/cores and its METG is not defined; the plain queue cannot express the dependencies.
   std::map<std::string, std::vector<EfficiencyPoint>> curves;
   for (double granularity_ns : plan.granularities_ns) {
-    for (const auto& [system, point] : measure_stencil_point(plan, granularity_ns)) {
+    for (const auto& [system, point] : measure_metg_point(plan, pattern, granularity_ns)) {
       curves[system].push_back(point);
     }
   }
-  for (const auto& [system, curve] : curves) record_metg(system, curve, plan.width);
+  for (const auto& [system, curve] : curves) record_metg(pattern, system, curve, plan.width);
 }
 
-std::map<std::string, EfficiencyPoint> EngineSuite::measure_stencil_point(const MetgPlan& plan,
-                                                                          double wanted_ns) {
+std::map<std::string, EfficiencyPoint> EngineSuite::measure_metg_point(
+    const MetgPlan& plan, const TaskBenchPattern& pattern, double wanted_ns) {
   const Work work = busy_work_for(wanted_ns);
   const double granularity_ns =
       static_cast<double>(work.spin_iterations) * nanoseconds_per_spin_iteration();
@@ -236,17 +286,18 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_stencil_point(const 
   const std::size_t tasks = steps * width;
 
   auto run = [=](auto& system, auto vars) {
-    return run_stencil_1d(system, vars, width, steps, work);
+    return run_task_bench(system, vars, pattern, width, steps, work);
   };
   std::vector<Entrant> entrants = push_entrants({"tandem", "starpu"}, 2 * width, run);
   if (enabled("tbb_flow")) {
-    entrants.push_back({"tbb_flow", [=] { return tbb_flow_stencil_1d(width, steps, work); }});
+    entrants.push_back(
+        {"tbb_flow", [=] { return tbb_flow_task_bench(pattern, width, steps, work); }});
   }
   if (enabled("tandem_replay")) {
     auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(2 * width));
-    entrants.push_back({"tandem_replay", [this, vars, width, steps, work] {
-                          return run_stencil_1d_replayed(tandem_.engine(), vars->handles(), width,
-                                                         steps, work);
+    entrants.push_back({"tandem_replay", [this, vars, pattern, width, steps, work] {
+                          return run_task_bench_replayed(tandem_.engine(), vars->handles(), pattern,
+                                                         width, steps, work);
                         }});
   }
   // Last in every round, so timings.back() holds what the machine gave a scheduler-free run
@@ -255,7 +306,7 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_stencil_point(const 
   const int cores = cores_;
   const double probe_ns = plan.peak_probe_ns;
   entrants.push_back({"peak_probe", [=] { return run_peak_probe(cores, probe_ns); }});
-  const std::vector<Timing> timings = run_side_by_side("metg_stencil_1d", entrants, repetitions_);
+  const std::vector<Timing> timings = run_side_by_side(pattern.workload(), entrants, repetitions_);
   std::vector<double> cores_per_round;
   for (double probe_wall_ns : timings.back().samples_ns) {
     cores_per_round.push_back(
@@ -285,8 +336,8 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_stencil_point(const 
   return points;
 }
 
-void EngineSuite::record_metg(const std::string& system, const std::vector<EfficiencyPoint>& curve,
-                              std::size_t width) {
+void EngineSuite::record_metg(const TaskBenchPattern& pattern, const std::string& system,
+                              const std::vector<EfficiencyPoint>& curve, std::size_t width) {
   nlohmann::json points = nlohmann::json::array();
   for (const EfficiencyPoint& point : curve) {
     points.push_back({{"granularity_ns", point.granularity_ns},
@@ -302,8 +353,10 @@ void EngineSuite::record_metg(const std::string& system, const std::vector<Effic
   const std::optional<Metg> metg = min_effective_granularity(curve);
   const std::optional<Metg> nominal =
       min_effective_granularity(curve, 0.5, &EfficiencyPoint::nominal_efficiency);
-  records_.add({{"workload", "metg_stencil_1d"},
+  records_.add({{"workload", pattern.workload()},
                 {"system", system},
+                {"pattern", pattern.name},
+                {"dependencies_per_task", pattern.radix},
                 {"metg_ns", to_json(metg)},
                 {"metg_at_most", metg && metg->at_most},
                 {"nominal_metg_ns", to_json(nominal)},

@@ -21,6 +21,7 @@
 #include "side_by_side.h"
 #include "starpu_system.h"
 #include "tandem_system.h"
+#include "task_bench_pattern.h"
 
 namespace tandem::bench {
 
@@ -35,8 +36,9 @@ struct SuiteOptions {
 // that could show up in the process's CPU time.
 inline const std::vector<std::string>& all_workloads() {
   static const std::vector<std::string> names = {
-      "idle_cpu", "independent", "chains_1000",      "one_chain",
-      "fan_out",  "push_cost",   "replay_ns_per_op", "metg_stencil_1d"};
+      "idle_cpu",        "independent",  "chains_1000",      "one_chain",
+      "fan_out",         "push_cost",    "replay_ns_per_op", "chain_plus_independent",
+      "metg_stencil_1d", "metg_nearest", "metg_trivial"};
   return names;
 }
 inline const std::vector<std::string>& all_systems() {
@@ -62,12 +64,15 @@ class EngineSuite {
   void measure_push_cost();
   // replay_suite.cc: capture and replay (replay_workloads.h).
   void measure_replay_ns_per_op();
-  void measure_metg_stencil_1d();
+  void measure_chain_plus_independent();
+  // The METG sweep of one Task Bench pattern (engine_suite_metg.cc).
+  void measure_metg(const TaskBenchPattern& pattern);
   // One sweep point: every system's efficiency at granularity ~`wanted_ns`.
-  std::map<std::string, EfficiencyPoint> measure_stencil_point(const MetgPlan& plan,
-                                                               double wanted_ns);
-  void record_metg(const std::string& system, const std::vector<EfficiencyPoint>& curve,
-                   std::size_t width);
+  std::map<std::string, EfficiencyPoint> measure_metg_point(const MetgPlan& plan,
+                                                            const TaskBenchPattern& pattern,
+                                                            double wanted_ns);
+  void record_metg(const TaskBenchPattern& pattern, const std::string& system,
+                   const std::vector<EfficiencyPoint>& curve, std::size_t width);
 
   bool enabled(const std::string& system) const;
   StarpuSystem& starpu();  // started on first use (see all_workloads)

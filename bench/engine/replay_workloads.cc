@@ -16,17 +16,22 @@ void push_window(Engine& engine, std::span<const Var> vars) {
   }
 }
 
-void push_stencil_steps(Engine& engine, std::span<const Var> vars, std::size_t width,
-                        std::size_t first_step, std::size_t steps, Work work) {
+void push_task_bench_steps(Engine& engine, std::span<const Var> vars,
+                           const TaskBenchPattern& pattern, std::size_t width,
+                           std::size_t first_step, std::size_t steps, Work work) {
   for (std::size_t t = first_step; t < first_step + steps; ++t) {
     const auto previous = vars.subspan(((t + 1) % 2) * width, width);
     const auto current = vars.subspan((t % 2) * width, width);
     for (std::size_t x = 0; x < width; ++x) {
-      const std::size_t first = x == 0 ? 0 : x - 1;
-      const std::size_t last = x + 1 == width ? x : x + 1;
+      if (!pattern.has_dependencies()) {
+        engine.push([work] { run_work(work); }, cpu(), {}, {}, {.name = "task"});
+        continue;
+      }
+      const std::size_t first = pattern.first(x);
+      const std::size_t last = pattern.last(x, width);
       engine.push([work] { run_work(work); }, cpu(),
                   VarList(previous.subspan(first, last - first + 1)), {current[x]},
-                  {.name = "stencil"});
+                  {.name = "task"});
     }
   }
 }
@@ -50,18 +55,19 @@ Nanoseconds run_window_replayed(Engine& engine, std::span<const Var> vars, std::
   return since(start);
 }
 
-Nanoseconds run_stencil_1d_replayed(Engine& engine, std::span<const Var> vars, std::size_t width,
+Nanoseconds run_task_bench_replayed(Engine& engine, std::span<const Var> vars,
+                                    const TaskBenchPattern& pattern, std::size_t width,
                                     std::size_t steps, Work work) {
   // The block has an even number of steps, so every replay starts on the same half of vars.
-  static_assert(kStencilBlockSteps % 2 == 0);
+  static_assert(kBlockSteps % 2 == 0);
   CapturedGraph block = capture(
-      engine, [&] { push_stencil_steps(engine, vars, width, 0, kStencilBlockSteps, work); });
-  const std::size_t blocks = steps / kStencilBlockSteps;
+      engine, [&] { push_task_bench_steps(engine, vars, pattern, width, 0, kBlockSteps, work); });
+  const std::size_t blocks = steps / kBlockSteps;
   const auto start = Clock::now();
   for (std::size_t b = 0; b < blocks; ++b) block.replay();
   // The steps short of a whole block are pushed: the run has exactly `steps` steps.
-  push_stencil_steps(engine, vars, width, blocks * kStencilBlockSteps,
-                     steps - blocks * kStencilBlockSteps, work);
+  push_task_bench_steps(engine, vars, pattern, width, blocks * kBlockSteps,
+                        steps - blocks * kBlockSteps, work);
   engine.wait_all();
   return since(start);
 }

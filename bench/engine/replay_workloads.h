@@ -3,9 +3,9 @@
 // - `replay_ns_per_op`: empty ops, op i of a window writes var i % kReplayVars; the window
 //   (kReplayWindowOps ops) is pushed, or captured once (untimed) and replayed, until `ops` ops
 //   have run. Wall time per op, from the first push or replay to the end of wait_all.
-// - `metg_stencil_1d` (system tandem_replay): the stencil of workloads.h, its steps replayed
-//   from a captured block of kStencilBlockSteps steps (captured untimed), the steps short of a
-//   whole block pushed.
+// - the METG workloads (system tandem_replay): the Task Bench pattern of workloads.h, its steps
+//   replayed from a captured block of kBlockSteps steps (captured untimed), the steps short of
+//   a whole block pushed.
 #pragma once
 
 #include <cstddef>
@@ -13,20 +13,22 @@
 
 #include "busy_work.h"
 #include "tandem/engine.h"
+#include "task_bench_pattern.h"
 #include "timing.h"
 
 namespace tandem::bench {
 
 inline constexpr std::size_t kReplayWindowOps = 1000;
 inline constexpr std::size_t kReplayVars = 100;
-inline constexpr std::size_t kStencilBlockSteps = 16;
+inline constexpr std::size_t kBlockSteps = 16;
 
 // `ops` is rounded up to whole windows; returns the wall time of those.
 Nanoseconds run_window_pushed(Engine& engine, std::span<const Var> vars, std::size_t ops);
 Nanoseconds run_window_replayed(Engine& engine, std::span<const Var> vars, std::size_t ops);
 
-// `vars` holds 2 * width vars, as for run_stencil_1d.
-Nanoseconds run_stencil_1d_replayed(Engine& engine, std::span<const Var> vars, std::size_t width,
+// `vars` holds 2 * width vars, as for run_task_bench.
+Nanoseconds run_task_bench_replayed(Engine& engine, std::span<const Var> vars,
+                                    const TaskBenchPattern& pattern, std::size_t width,
                                     std::size_t steps, Work work);
 
 }  // namespace tandem::bench

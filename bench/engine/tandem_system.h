@@ -41,6 +41,11 @@ class TandemSystem {
     engine_->push([work] { run_work(work); }, tandem::cpu(), VarList(reads), VarList(writes),
                   {.name = "bench_op"});
   }
+  // The same on a copy queue (Queue::copy_h2d): the ops a priority lane serves.
+  void push_copy(Work work, std::span<const Var> reads, std::span<const Var> writes) {
+    engine_->push([work] { run_work(work); }, tandem::cpu(), VarList(reads), VarList(writes),
+                  {.name = "bench_copy", .queue = tandem::Queue::copy_h2d});
+  }
   void wait_all() { engine_->wait_all(); }
 
   Engine& engine() { return *engine_; }

@@ -66,22 +66,40 @@ Nanoseconds tbb_flow_push_cost(std::size_t ops) {
   return elapsed;
 }
 
-Nanoseconds tbb_flow_stencil_1d(std::size_t width, std::size_t steps, Work work) {
+Nanoseconds tbb_flow_task_bench(const TaskBenchPattern& pattern, std::size_t width,
+                                std::size_t steps, Work work) {
   TaskGraph g;
   const auto start = Clock::now();
   for (std::size_t t = 0; t < steps; ++t) {
     const std::size_t row = t * width;  // index of task (t, 0)
     for (std::size_t x = 0; x < width; ++x) {
       Task& task = g.add(work);
-      if (t == 0) continue;
-      const std::size_t first = x == 0 ? 0 : x - 1;
-      const std::size_t last = std::min(x + 1, width - 1);
-      for (std::size_t y = first; y <= last; ++y)
+      if (t == 0 || !pattern.has_dependencies()) continue;
+      for (std::size_t y = pattern.first(x); y <= pattern.last(x, width); ++y)
         tbb::flow::make_edge(g.tasks[row - width + y], task);
     }
   }
-  for (std::size_t x = 0; x < std::min(width, g.tasks.size()); ++x)
-    g.tasks[x].try_put(continue_msg());
+  // Every task without a predecessor gets its start message.
+  const std::size_t roots =
+      pattern.has_dependencies() ? std::min(width, g.tasks.size()) : g.tasks.size();
+  for (std::size_t i = 0; i < roots; ++i) g.tasks[i].try_put(continue_msg());
+  g.graph.wait_for_all();
+  return since(start);
+}
+
+Nanoseconds tbb_flow_chain_plus_independent(std::size_t batches, Work compute, Work copy) {
+  TaskGraph g;
+  const auto start = Clock::now();
+  // Task 2i is copy i, task 2i + 1 compute i (see run_chain_plus_independent).
+  for (std::size_t i = 0; i < batches; ++i) {
+    Task& copy_task = g.add(copy);
+    if (i >= 2) tbb::flow::make_edge(g.tasks[2 * (i - 2) + 1], copy_task);
+    Task& step = g.add(compute);
+    tbb::flow::make_edge(copy_task, step);
+    if (i >= 1) tbb::flow::make_edge(g.tasks[2 * (i - 1) + 1], step);
+  }
+  for (std::size_t i = 0; i < std::min<std::size_t>(batches, 2); ++i)
+    g.tasks[2 * i].try_put(continue_msg());
   g.graph.wait_for_all();
   return since(start);
 }

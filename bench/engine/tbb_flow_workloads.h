@@ -12,6 +12,7 @@
 #include <cstddef>
 
 #include "busy_work.h"
+#include "task_bench_pattern.h"
 #include "timing.h"
 
 namespace tandem::bench {
@@ -28,7 +29,13 @@ Nanoseconds tbb_flow_fan_out(std::size_t rounds, std::size_t reads_per_write);
 // that starts it (execution overlaps and is not timed).
 Nanoseconds tbb_flow_push_cost(std::size_t ops);
 
-// The graph of run_stencil_1d: task (t, x) depends on tasks (t-1, x-1), (t-1, x), (t-1, x+1).
-Nanoseconds tbb_flow_stencil_1d(std::size_t width, std::size_t steps, Work work);
+// The graph of run_task_bench: task (t, x) depends on the tasks of step t-1 that `pattern`
+// names; with no dependencies every task gets its own start message.
+Nanoseconds tbb_flow_task_bench(const TaskBenchPattern& pattern, std::size_t width,
+                                std::size_t steps, Work work);
+
+// The graph of run_chain_plus_independent: copy i after compute i-2, compute i after copy i
+// and compute i-1. Flow graph has no queues: any worker runs any task.
+Nanoseconds tbb_flow_chain_plus_independent(std::size_t batches, Work compute, Work copy);
 
 }  // namespace tandem::bench

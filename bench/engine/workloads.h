@@ -11,6 +11,7 @@
 
 #include "busy_work.h"
 #include "push_system.h"
+#include "task_bench_pattern.h"
 #include "timing.h"
 
 namespace tandem::bench {
@@ -63,24 +64,54 @@ Nanoseconds run_push_cost(S& system, std::span<const typename S::Var> vars, std:
   return elapsed;
 }
 
-// `metg_stencil_1d` (Task Bench's stencil): `width` columns advance `steps` time steps. The
-// task of column x at step t reads columns x-1, x, x+1 of step t-1 and writes column x of step
-// t, then keeps a core busy for `work`. Each column has two vars, one per step parity (vars
-// holds 2 * width: even steps write the first half), so a step reads one half and writes the
-// other; writing a var again two steps later waits for the reads in between, which is exactly
-// the dependency Task Bench draws.
+// The METG workloads (Task Bench, task_bench_pattern.h): `width` columns advance `steps` time
+// steps; task (t, x) reads the columns of step t-1 that `pattern` names and writes column x of
+// step t, then keeps a core busy for `work`. Each column has two vars, one per step parity
+// (vars holds 2 * width: even steps write the first half), so a step reads one half and writes
+// the other; writing a var again two steps later waits for the reads in between, which is
+// exactly the dependency Task Bench draws. `trivial` tasks touch no var at all.
 template <PushSystem S>
-Nanoseconds run_stencil_1d(S& system, std::span<const typename S::Var> vars, std::size_t width,
-                           std::size_t steps, Work work) {
+Nanoseconds run_task_bench(S& system, std::span<const typename S::Var> vars,
+                           const TaskBenchPattern& pattern, std::size_t width, std::size_t steps,
+                           Work work) {
+  const std::span<const typename S::Var> none;
   const auto start = Clock::now();
   for (std::size_t t = 0; t < steps; ++t) {
     const auto previous = vars.subspan(((t + 1) % 2) * width, width);
     const auto current = vars.subspan((t % 2) * width, width);
     for (std::size_t x = 0; x < width; ++x) {
-      const std::size_t first = x == 0 ? 0 : x - 1;
-      const std::size_t last = std::min(x + 1, width - 1);
+      if (!pattern.has_dependencies()) {
+        system.push(work, none, none);
+        continue;
+      }
+      const std::size_t first = pattern.first(x);
+      const std::size_t last = pattern.last(x, width);
       system.push(work, previous.subspan(first, last - first + 1), current.subspan(x, 1));
     }
+  }
+  system.wait_all();
+  return since(start);
+}
+
+// `chain_plus_independent`: the double-buffered loop of examples/engine_demo (part 2) at a fine
+// grain. Batch i is a copy that writes buffer i % 2 (vars[i % 2]) on a copy queue, then a
+// compute op that reads that buffer and writes the model (vars[2]). Compute i waits for compute
+// i-1 and copy i; copy i waits for compute i-2, which read its buffer. So the end of compute i
+// makes ready both the chain's next op and copy i+2, which does not depend on it. Ideal time,
+// with the copies beside the chain on a second core: copy + batches x compute (copy <= compute).
+template <class S>
+requires requires(S& system, Work work, std::span<const typename S::Var> vars) {
+  system.push_copy(work, vars, vars);
+}
+Nanoseconds run_chain_plus_independent(S& system, std::span<const typename S::Var> vars,
+                                       std::size_t batches, Work compute, Work copy) {
+  const std::span<const typename S::Var> none;
+  const auto model = vars.subspan(2, 1);
+  const auto start = Clock::now();
+  for (std::size_t i = 0; i < batches; ++i) {
+    const auto buffer = vars.subspan(i % 2, 1);
+    system.push_copy(copy, none, buffer);
+    system.push(compute, buffer, model);
   }
   system.wait_all();
   return since(start);

@@ -38,8 +38,8 @@ void allow_parallelism(int threads) {
   allowed = threads;
 }
 
-bool is_urgent(const OpRecord* op) {
-  return op->props.priority > 0 || op->props.queue != Queue::compute;
+bool is_copy(const OpRecord* op) {
+  return op->props.queue != Queue::compute;
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
 CpuExecutor::~CpuExecutor() {
   stopping_.store(true);
   urgent_epoch_.fetch_add(1);
-  urgent_epoch_.notify_all();
+  urgent_epoch_.notify_all();  // every lane, parked or not, sees stopping_ and returns
   for (auto& thread : priority_threads_) thread.join();
   // Drainers exit once they find nothing to do; wait for the last one to return.
   while (live_drainers_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
@@ -108,12 +108,18 @@ int CpuExecutor::running_workers() const {
 }
 
 void CpuExecutor::submit(OpRecord* op) noexcept {
-  if (is_urgent(op)) [[unlikely]] {
+  if (is_copy(op)) [[unlikely]] {
+    copies_.push(op);
+    wake_lane();
+    // Pairs with the lane's count drop in priority_lane(): either this sees no idle lane and
+    // wakes a drainer, or that lane sees this copy once it is busy and wakes one itself.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (drainers_take_copies()) wake_drainer();
+    return;
+  }
+  if (op->props.priority > 0) [[unlikely]] {
     urgent_.push(op);
-    if (!priority_threads_.empty()) {
-      urgent_epoch_.fetch_add(1, std::memory_order_seq_cst);
-      urgent_epoch_.notify_one();
-    }
+    wake_lane();
     std::atomic_thread_fence(std::memory_order_seq_cst);
   } else if (op->props.priority < 0) [[unlikely]] {
     background_.push(op);
@@ -123,6 +129,12 @@ void CpuExecutor::submit(OpRecord* op) noexcept {
     normal_.push(op);
   }
   wake_drainer();
+}
+
+void CpuExecutor::wake_lane() noexcept {
+  if (priority_threads_.empty()) return;
+  urgent_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  urgent_epoch_.notify_one();
 }
 
 bool CpuExecutor::run_next_here(OpRecord* op) noexcept {
@@ -136,19 +148,33 @@ bool CpuExecutor::run_next_here(OpRecord* op) noexcept {
 }
 
 OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
-  if (context.next != nullptr) {
-    if (OpRecord* urgent = urgent_.pop()) return urgent;
-    OpRecord* op = context.next;
+  if (OpRecord* successor = context.next) {
     context.next = nullptr;
-    return op;
+    // An urgent op still goes first, but the successor must not wait behind it on this thread
+    // while another worker is idle: it goes back to the shared FIFO, and a drainer is woken.
+    if (OpRecord* urgent = urgent_.pop()) [[unlikely]] {
+      normal_.push(successor);
+      wake_drainer();
+      return urgent;
+    }
+    // Copies do not go first: they are the lanes' work, or this drainer's after this op.
+    return successor;
   }
   return pop_any();
 }
 
 OpRecord* CpuExecutor::pop_any() noexcept {
   if (OpRecord* op = urgent_.pop()) return op;
+  if (drainers_take_copies()) {
+    if (OpRecord* op = copies_.pop()) return op;
+  }
   if (OpRecord* op = normal_.pop()) return op;
   return background_.pop();
+}
+
+OpRecord* CpuExecutor::pop_lane_op() noexcept {
+  if (OpRecord* op = urgent_.pop()) return op;
+  return copies_.pop();
 }
 
 // Pairs with the re-check in drain(): the submitter publishes the op, then looks at the drainer
@@ -197,7 +223,8 @@ void CpuExecutor::drain() noexcept {
     }
     active_drainers_.fetch_sub(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    bool work_left = !urgent_.empty() || normal_.may_hold_work() || !background_.empty();
+    bool work_left = !urgent_.empty() || normal_.may_hold_work() || !background_.empty() ||
+                     (!copies_.empty() && drainers_take_copies());
     int active = active_drainers_.load(std::memory_order_relaxed);
     bool resumed = false;
     while (work_left && active < num_workers_) {
@@ -215,17 +242,28 @@ void CpuExecutor::drain() noexcept {
 }
 
 void CpuExecutor::priority_lane(int index) noexcept {
+  idle_lanes_.fetch_add(1, std::memory_order_seq_cst);
   while (!stopping_.load(std::memory_order_acquire)) {
     std::uint32_t epoch = urgent_epoch_.load(std::memory_order_seq_cst);
-    if (OpRecord* op = urgent_.pop()) {
+    if (OpRecord* op = pop_lane_op()) {
+      // Busy from here: drainers may take copies. A copy queued while this lane still counted
+      // as idle woke no drainer (see submit), so if one is left, this lane wakes a drainer and
+      // the other lanes for it.
+      idle_lanes_.fetch_sub(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (!copies_.empty() || !urgent_.empty()) {
+        wake_lane();
+        wake_drainer();
+      }
       engine_.execute(op, index);
+      idle_lanes_.fetch_add(1, std::memory_order_seq_cst);
       continue;
     }
-    // Spin briefly, then park until the next urgent op (or shutdown) bumps the epoch.
+    // Spin briefly, then park until the next urgent op or copy (or shutdown) bumps the epoch.
     auto deadline = std::chrono::steady_clock::now() + spin_;
     bool found = false;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (!urgent_.empty()) {
+      if (!urgent_.empty() || !copies_.empty()) {
         found = true;
         break;
       }
@@ -233,6 +271,7 @@ void CpuExecutor::priority_lane(int index) noexcept {
     }
     if (!found) urgent_epoch_.wait(epoch, std::memory_order_seq_cst);
   }
+  idle_lanes_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 }  // namespace tandem::detail

@@ -5,9 +5,17 @@
 //   One TBB task per op would cost ~250 ns (docs/toolchain.md), so a TBB task is a *drainer*:
 //   it runs ready ops from our own queues until they stay empty for `spin_before_park`, then
 //   returns, and TBB parks the thread. At most `cpu_workers` drainers exist at once.
-// - Ops with priority > 0 or on a copy queue go to the urgent queue, which every drainer checks
-//   first and which the priority lane's own threads serve, so such an op never waits behind
-//   long compute ops. Ops with priority < 0 run when nothing else is ready.
+// - Compute ops with priority > 0 go to the urgent queue, which every drainer checks first and
+//   which the priority lanes' own threads serve, so such an op never waits behind long compute
+//   ops. Ops with priority < 0 run when nothing else is ready.
+// - Ops on a copy or comm queue go to the copy queue. They are the priority lanes' work: a
+//   drainer takes one only while no lane is idle (`idle_lanes_`), so a copy never occupies a
+//   worker that compute ops need while its own lane could run it, and never waits while a
+//   worker is idle and every lane is busy.
+// - A drainer that finished an op runs the compute op that completion made ready next
+//   (run_next_here). That op is invisible to the other workers, so nothing may hold it up:
+//   copies wait for a lane (or for this drainer's next poll), and when an urgent op goes first
+//   the successor is put back on the shared FIFO, where an idle worker takes it.
 #pragma once
 
 #include <oneapi/tbb/global_control.h>
@@ -55,6 +63,13 @@ class CpuExecutor {
   static thread_local DrainerContext* tls_drainer;
   OpRecord* next_op(DrainerContext& context) noexcept;
   OpRecord* pop_any() noexcept;
+  // A drainer may take copies only while no priority lane is idle to take them.
+  bool drainers_take_copies() const noexcept {
+    return idle_lanes_.load(std::memory_order_relaxed) == 0;
+  }
+  // For a priority lane: an urgent op, else a copy.
+  OpRecord* pop_lane_op() noexcept;
+  void wake_lane() noexcept;
   void wake_drainer() noexcept;
   void drain() noexcept;
   void priority_lane(int index) noexcept;
@@ -65,15 +80,19 @@ class CpuExecutor {
   tbb::task_arena arena_;
 
   ReadyFifo normal_;
-  PriorityReadyQueue urgent_;
-  PriorityReadyQueue background_;
+  PriorityReadyQueue urgent_;      // compute ops with priority > 0
+  PriorityReadyQueue copies_;      // ops on a copy or comm queue, any priority
+  PriorityReadyQueue background_;  // compute ops with priority < 0
 
   // Drainers that are looking for ops; bounded by num_workers_.
   std::atomic<int> active_drainers_{0};
   // Drainer tasks not yet returned (the destructor waits for zero).
   std::atomic<int> live_drainers_{0};
 
-  std::atomic<std::uint32_t> urgent_epoch_{0};  // bumped (and notified) per urgent op
+  // Priority lanes waiting for an op (spinning or parked). Each has been notified of every
+  // urgent op and copy queued since it last looked, so it takes them promptly.
+  alignas(64) std::atomic<int> idle_lanes_{0};
+  std::atomic<std::uint32_t> urgent_epoch_{0};  // bumped (and notified) per urgent op or copy
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> priority_threads_;
 };

@@ -149,7 +149,10 @@ class GraphRun : public std::enable_shared_from_this<GraphRun> {
       std::uint32_t follow = kNoNode;
       for (std::uint32_t e = segment_.successor_begin[next]; e < end; ++e) {
         const std::uint32_t successor = segment_.successors[e];
-        if (pending_[successor].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+        // A node with one predecessor is reached by this runner alone: no atomic needed.
+        if (segment_.predecessors[successor] != 1 &&
+            pending_[successor].fetch_sub(1, std::memory_order_acq_rel) != 1)
+          continue;
         if (follow == kNoNode) {
           follow = successor;
         } else {
@@ -241,10 +244,8 @@ void EngineCore::run_replayed_node(OpRecord* node, std::uint64_t sequence, std::
     }
   }
   if (!outcome) {
-    // The fields an op pushed from inside this one reads from its parent (take_ticket).
-    node->push_sequence = sequence;
+    // What an op pushed from inside this one reads from its parent (take_ticket).
     node->epoch_parity = parity;
-    node->worker = worker;
     OpRecord* outer = tls_current_op;
     tls_current_op = node;
     std::exception_ptr error;

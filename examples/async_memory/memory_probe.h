@@ -12,11 +12,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <string>
+#include <type_traits>
 
 namespace tandem::examples {
 
@@ -46,11 +49,14 @@ inline bool reset_peak_rss() {
   return static_cast<bool>(clear.flush());
 }
 
-// Runs setup() then work() in a child; the peak covers work() only when the kernel lets the
-// peak be reset (Linux >= 4.0), else the whole child.
-template <class Setup, class Work>
-MemoryRun run_in_child(Setup&& setup, Work&& work) {
-  MemoryRun result;
+// Runs body(result) in a forked child and returns the `result` it filled. Result is a
+// trivially copyable struct with `bool ok` and `char error[N]`: an exception from the body,
+// a failed fork, or a child that dies without answering comes back as ok == false with the
+// reason in error.
+template <class Result, class Body>
+Result run_in_child_process(Body&& body) {
+  static_assert(std::is_trivially_copyable_v<Result>, "the result crosses a pipe as bytes");
+  Result result{};
   int fds[2];
   if (pipe(fds) != 0) {
     std::snprintf(result.error, sizeof result.error, "pipe: %s", std::strerror(errno));
@@ -59,17 +65,11 @@ MemoryRun run_in_child(Setup&& setup, Work&& work) {
   const pid_t child = fork();
   if (child == 0) {
     close(fds[0]);
-    MemoryRun run;
+    Result run{};
     try {
-      setup();
-      run.rss_before_mb = status_mb("VmRSS");
-      reset_peak_rss();
-      const auto start = std::chrono::steady_clock::now();
-      work();
-      run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      run.peak_rss_mb = status_mb("VmHWM");
-      run.ok = true;
+      body(run);
     } catch (const std::exception& e) {
+      run.ok = false;
       std::snprintf(run.error, sizeof run.error, "%s", e.what());
     }
     const ssize_t written = write(fds[1], &run, sizeof run);
@@ -86,10 +86,26 @@ MemoryRun run_in_child(Setup&& setup, Work&& work) {
   int status = 0;
   waitpid(child, &status, 0);
   if (got != static_cast<ssize_t>(sizeof result)) {
-    result = MemoryRun{};
+    result = Result{};
     std::snprintf(result.error, sizeof result.error, "the child died (status %d)", status);
   }
   return result;
+}
+
+// Runs setup() then work() in a child; the peak covers work() only when the kernel lets the
+// peak be reset (Linux >= 4.0), else the whole child.
+template <class Setup, class Work>
+MemoryRun run_in_child(Setup&& setup, Work&& work) {
+  return run_in_child_process<MemoryRun>([&](MemoryRun& run) {
+    setup();
+    run.rss_before_mb = status_mb("VmRSS");
+    reset_peak_rss();
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.peak_rss_mb = status_mb("VmHWM");
+    run.ok = true;
+  });
 }
 
 }  // namespace tandem::examples

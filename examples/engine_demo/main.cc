@@ -182,9 +182,30 @@ void print_timeline(const OverlapRun& run) {
   std::printf("     compute            |%s|\n", rows[2].c_str());
 }
 
-// (sum of lane busy - wall) / (sum of lane busy - max lane busy): 1 = everything that could
-// overlap did, 0 = the lanes ran one after another (the definition of docs/design.md).
+// (sum of lane busy - wall) / (sum of lane busy - best wall): 1 = the schedule was as short as
+// this dependency graph allows, 0 = the lanes ran one after another. The best wall is the
+// critical path, not the busiest lane's busy time (docs/measuring-overlap.md's general figure):
+// compute 0 needs copy 0, so the first copy runs before any compute, and the computes form a
+// chain. With the measured durations the critical path is the first copy plus every compute,
+// and the general figure would cap this demo at (480 - 330) / (480 - 300) = 83% even for a
+// perfect schedule of the full-size ops.
 double overlap_efficiency(const OverlapRun& run) {
+  double sum = 0;
+  double first_copy = 0;
+  double compute = 0;
+  for (const Span& span : run.spans) {
+    const double busy = span.end_ms - span.start_ms;
+    sum += busy;
+    if (span.lane == 2) compute += busy;
+    if (span.lane != 2 && span.batch == 0) first_copy = busy;
+  }
+  const double best_wall = first_copy + compute;
+  return sum > best_wall ? std::clamp((sum - run.wall_ms) / (sum - best_wall), 0.0, 1.0) : 0.0;
+}
+
+// docs/measuring-overlap.md's figure over the three lanes: (sum of lane busy - wall) / (sum of
+// lane busy - max lane busy); at most 83% here (see above).
+double lane_overlap_efficiency(const OverlapRun& run) {
   double busy[kLanes] = {};
   for (const Span& span : run.spans) busy[span.lane] += span.end_ms - span.start_ms;
   double sum = 0;
@@ -247,9 +268,10 @@ int run_demo(bool quick) {
               kBatches, copy_ms, op_ms, kBatches * (copy_ms + op_ms));
   std::printf(
       "   threaded %7.1f ms   (full overlap: %.0f + %d x %.0f = %.0f ms)   speedup %.2fx, "
-      "overlap efficiency %.0f%%\n",
+      "overlap efficiency %.0f%% (of the critical path; over the lanes: %.0f%%)\n",
       overlapped.wall_ms, copy_ms, kBatches, op_ms, copy_ms + kBatches * op_ms,
-      serial.wall_ms / overlapped.wall_ms, 100 * overlap_efficiency(overlapped));
+      serial.wall_ms / overlapped.wall_ms, 100 * overlap_efficiency(overlapped),
+      100 * lane_overlap_efficiency(overlapped));
   print_timeline(overlapped);
 
   // TANDEM_PROFILE=path: one more run of each part on each engine, recorded for the trace (the

@@ -33,92 +33,37 @@ class OneChannel : public nn::Block {
   }
 };
 
-// LeNet for 8x8 images: Conv2D(6, 3x3, padding 1) relu -> MaxPool2D(2) -> Conv2D(16, 3x3) relu
-// -> MaxPool2D(2) -> Flatten -> Dense(10). Shapes: 1x8x8 -> 6x8x8 -> 6x4x4 -> 16x2x2 -> 16x1x1.
-inline std::shared_ptr<nn::Block> make_lenet() {
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(OneChannel())
-      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Conv2D(16, 3, {.activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Flatten())
-      .add(nn::Dense(10));
-  return net;
-}
+// The LeNet family for 8x8 images: Conv2D(c1, 3x3, padding 1) [BatchNorm] relu -> MaxPool2D(2)
+// -> Conv2D(c2, 3x3, padding 0 or 1) [BatchNorm] relu -> MaxPool2D(2) -> Flatten [-> Dropout]
+// [-> Dense(h) relu for each h of hidden] -> Dense(10). Shapes for LeNet's (6, 16), second
+// convolution unpadded: 1x8x8 -> 6x8x8 -> 6x4x4 -> 16x2x2 -> 16x1x1 (16 features); padded:
+// -> 16x4x4 -> 16x2x2 (64 features).
+struct LeNetShape {
+  std::int64_t c1 = 6, c2 = 16;
+  bool pad_second = false;             // pad the second convolution (4x more features)
+  bool batch_norm = false;             // BatchNorm after each convolution, before its relu
+  double dropout = 0;                  // on the features before the classifier; 0: none
+  std::vector<std::int64_t> hidden{};  // hidden Dense layers of the classifier
+};
 
-// LeNet with Dropout(0.25) on the 16 features before the classifier.
-inline std::shared_ptr<nn::Block> make_lenet_dropout() {
+inline std::shared_ptr<nn::Block> make_lenet(const LeNetShape& shape) {
   auto net = std::make_shared<nn::Sequential>();
-  net->add(OneChannel())
-      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Conv2D(16, 3, {.activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Flatten())
-      .add(nn::Dropout(0.25))
-      .add(nn::Dense(10));
-  return net;
-}
-
-// LeNet-5's shape on 8x8 images: both convolutions padded (1x8x8 -> 6x8x8 -> 6x4x4 -> 16x4x4 ->
-// 16x2x2, 64 features), then LeNet-5's classifier Dense(120) relu -> Dense(84) relu -> Dense(10).
-inline std::shared_ptr<nn::Block> make_lenet5(double dropout) {
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(OneChannel())
-      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Conv2D(16, 3, {.padding = 1, .activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Flatten());
-  if (dropout > 0) net->add(nn::Dropout(dropout));
-  net->add(nn::Dense(120, nn::relu)).add(nn::Dense(84, nn::relu)).add(nn::Dense(10));
-  return net;
-}
-
-// Both convolutions padded, 64 features straight into Dense(10).
-inline std::shared_ptr<nn::Block> make_lenet_pad() {
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(OneChannel())
-      .add(nn::Conv2D(6, 3, {.padding = 1, .activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Conv2D(16, 3, {.padding = 1, .activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Flatten())
-      .add(nn::Dense(10));
-  return net;
-}
-
-// A wider LeNet: padding keeps more of the 8x8 image: 1x8x8 -> 16x8x8 -> 16x4x4 -> 32x4x4 ->
-// 32x2x2 (128 features) -> Dense(10).
-inline std::shared_ptr<nn::Block> make_lenet_wide() {
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(OneChannel())
-      .add(nn::Conv2D(16, 3, {.padding = 1, .activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Conv2D(32, 3, {.padding = 1, .activation = nn::relu}))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Flatten())
-      .add(nn::Dense(10));
-  return net;
-}
-
-// lenet_wide's shape with BatchNorm after each convolution (before its relu): 1x8x8 -> c1x8x8 ->
-// c1x4x4 -> c2x4x4 -> c2x2x2 -> Flatten -> Dropout -> Dense(10).
-inline std::shared_ptr<nn::Block> make_lenet_bn(std::int64_t c1 = 16, std::int64_t c2 = 32,
-                                                double dropout = 0) {
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(OneChannel())
-      .add(nn::Conv2D(c1, 3, {.padding = 1}))
-      .add(nn::BatchNorm())
-      .add(nn::Activation(nn::relu))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Conv2D(c2, 3, {.padding = 1}))
-      .add(nn::BatchNorm())
-      .add(nn::Activation(nn::relu))
-      .add(nn::MaxPool2D(2))
-      .add(nn::Flatten());
-  if (dropout > 0) net->add(nn::Dropout(dropout));
+  net->add(OneChannel());
+  const auto convolution = [&](std::int64_t channels, std::int64_t padding) {
+    if (shape.batch_norm) {
+      net->add(nn::Conv2D(channels, 3, {.padding = padding}))
+          .add(nn::BatchNorm())
+          .add(nn::Activation(nn::relu));
+    } else {
+      net->add(nn::Conv2D(channels, 3, {.padding = padding, .activation = nn::relu}));
+    }
+    net->add(nn::MaxPool2D(2));
+  };
+  convolution(shape.c1, 1);
+  convolution(shape.c2, shape.pad_second ? 1 : 0);
+  net->add(nn::Flatten());
+  if (shape.dropout > 0) net->add(nn::Dropout(shape.dropout));
+  for (const std::int64_t units : shape.hidden) net->add(nn::Dense(units, nn::relu));
   net->add(nn::Dense(10));
   return net;
 }
@@ -210,15 +155,28 @@ using ModelBuilder = std::function<std::shared_ptr<nn::Block>()>;
 // The models by name, in the order --help lists them.
 inline const std::vector<std::pair<std::string, ModelBuilder>>& models() {
   static const std::vector<std::pair<std::string, ModelBuilder>> table = {
-      {"lenet", make_lenet},
-      {"lenet_dropout", make_lenet_dropout},
-      {"lenet_wide", make_lenet_wide},
-      {"lenet_bn", [] { return make_lenet_bn(); }},
-      {"lenet_bn_dropout", [] { return make_lenet_bn(16, 32, 0.25); }},
-      {"lenet_bn_wide", [] { return make_lenet_bn(32, 64); }},
-      {"lenet5", [] { return make_lenet5(0); }},
-      {"lenet5_dropout", [] { return make_lenet5(0.5); }},
-      {"lenet_pad", make_lenet_pad},
+      // LeNet; lenet5 has LeNet-5's classifier (120, 84); lenet_bn is the default recipe's.
+      {"lenet", [] { return make_lenet({}); }},
+      {"lenet_dropout", [] { return make_lenet({.dropout = 0.25}); }},
+      {"lenet_pad", [] { return make_lenet({.pad_second = true}); }},
+      {"lenet_wide", [] { return make_lenet({.c1 = 16, .c2 = 32, .pad_second = true}); }},
+      {"lenet_bn",
+       [] { return make_lenet({.c1 = 16, .c2 = 32, .pad_second = true, .batch_norm = true}); }},
+      {"lenet_bn_dropout",
+       [] {
+         return make_lenet(
+             {.c1 = 16, .c2 = 32, .pad_second = true, .batch_norm = true, .dropout = 0.25});
+       }},
+      {"lenet_bn_wide",
+       [] { return make_lenet({.c1 = 32, .c2 = 64, .pad_second = true, .batch_norm = true}); }},
+      {"lenet5",
+       [] {
+         return make_lenet({.pad_second = true, .hidden = {120, 84}});
+       }},
+      {"lenet5_dropout",
+       [] {
+         return make_lenet({.pad_second = true, .dropout = 0.5, .hidden = {120, 84}});
+       }},
       {"mlp", make_mlp},
       {"residual_mlp", make_residual_mlp},
       {"resnet", make_resnet},

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "checks.h"
+#include "ring_allreduce.h"
 #include "tandem/errors.h"
+#include "tandem/ops/dtype.h"
 #include "transfer.h"
 
 namespace tandem::nd {
@@ -41,7 +43,23 @@ std::vector<NDArray> split_and_load(const NDArray& batch, const std::vector<Devi
   return parts;
 }
 
-void allreduce(const std::vector<NDArray>& arrays) {
+namespace {
+
+// The sum formed on arrays[0]'s device, then copied back (the only algorithm before the ring;
+// its order of adds is what the 2-device results have always been).
+void gather_allreduce(const std::vector<NDArray>& arrays) {
+  NDArray total = arrays.front();
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    total += detail::copy_to_device_named(arrays[i], total.device(), "allreduce");
+  }
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    detail::copy_into_named(total, arrays[i], "allreduce");
+  }
+}
+
+}  // namespace
+
+void allreduce(const std::vector<NDArray>& arrays, AllreduceAlgorithm algorithm) {
   if (arrays.empty()) throw Error("tandem: allreduce: the list of arrays is empty");
   NDArray total = arrays.front();
   detail::check_defined("allreduce", total);
@@ -54,10 +72,24 @@ void allreduce(const std::vector<NDArray>& arrays) {
     detail::check_same_dtype("allreduce", total, array);
     detail::check_transfer("allreduce", array.device(), total.device());
   }
-  for (std::size_t i = 1; i < arrays.size(); ++i) {
-    total += arrays[i].as_in_context(total.device());
+  if (arrays.size() == 1) return;
+  switch (algorithm) {
+    case AllreduceAlgorithm::gather:
+      gather_allreduce(arrays);
+      return;
+    case AllreduceAlgorithm::ring:
+      detail::check_ring("allreduce", arrays);
+      detail::ring_allreduce(arrays);
+      return;
+    case AllreduceAlgorithm::automatic:
+      break;
   }
-  for (std::size_t i = 1; i < arrays.size(); ++i) total.copyto(arrays[i]);
+  const std::size_t bytes = static_cast<std::size_t>(total.size()) * ops::dtype_size(total.dtype());
+  if (arrays.size() >= 3 && bytes >= kRingMinimumBytes && detail::ring_fits(arrays)) {
+    detail::ring_allreduce(arrays);
+  } else {
+    gather_allreduce(arrays);
+  }
 }
 
 }  // namespace tandem::nd

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "access.h"
+#include "autograd/tape.h"
 #include "lazy_view.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
@@ -110,6 +111,26 @@ void push_transfer(const NDArray& source, const NDArray& destination, const char
     return push_device_to_host(source, destination, op);
   }
   push_device_to_device(source, destination, op);
+}
+
+NDArray copy_to_device_named(const NDArray& source, Device device, const char* op) {
+  if (device == source.device()) return source;
+  if (!source.is_contiguous()) return source.detach().copyto(device);
+  check_transfer(op, source.device(), device);
+  NDArray out = allocate_array(source.engine(), source.shape(), source.dtype(), device, op);
+  push_transfer(source, out, op);
+  return out;
+}
+
+void copy_into_named(const NDArray& source, const NDArray& destination, const char* op) {
+  if (source.device() == destination.device() || !source.is_contiguous() ||
+      !destination.is_contiguous()) {
+    source.detach().copyto(destination);
+    return;
+  }
+  check_transfer(op, source.device(), destination.device());
+  autograd::detail::note_in_place_write(op, destination, &source);
+  push_transfer(source, destination, op);
 }
 
 }  // namespace tandem::nd::detail

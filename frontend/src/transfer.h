@@ -23,4 +23,11 @@ void check_transfer(const char* op, Device from, Device to);
 //   stream.
 void push_transfer(const NDArray& source, const NDArray& destination, const char* op);
 
+// source.as_in_context(device) and source.copyto(destination), with the transfers named `op`
+// in the profiler (allreduce's copies are told apart from the other copies by that name);
+// neither is recorded by autograd. copy_into_named bumps the destination's write version like
+// any in-place write.
+NDArray copy_to_device_named(const NDArray& source, Device device, const char* op);
+void copy_into_named(const NDArray& source, const NDArray& destination, const char* op);
+
 }  // namespace tandem::nd::detail

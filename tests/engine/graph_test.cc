@@ -71,7 +71,7 @@ struct OpSpec {
 };
 
 struct ProgramState {
-  std::array<std::int64_t, kVars> values{};
+  std::array<std::uint64_t, kVars> values{};
   std::array<Var, kVars> vars{};
   Var nested;  // written by the follow-ups of `pushes` ops only
   std::int64_t nested_count = 0;
@@ -109,7 +109,7 @@ void push_op(Engine& engine, ProgramState& state, const OpSpec& spec, int index)
   const bool async = spec.kind == OpSpec::async_ok || spec.kind == OpSpec::async_fails;
   engine.push(
       [&engine, &state, &spec, index](RunContext& ctx) {
-        std::int64_t mix = index + 1;
+        std::uint64_t mix = static_cast<std::uint64_t>(index) + 1;  // wraps: unsigned
         for (int v : spec.reads) mix = mix * 31 + state.values[v];
         if (spec.kind == OpSpec::throws) throw std::runtime_error("op threw");
         for (int v : spec.writes) state.values[v] = mix + v;
@@ -131,7 +131,7 @@ void push_op(Engine& engine, ProgramState& state, const OpSpec& spec, int index)
 struct Outcome {
   std::vector<std::string> wait_all_errors;
   std::array<std::string, kVars> var_errors;
-  std::array<std::int64_t, kVars> values{};
+  std::array<std::uint64_t, kVars> values{};
   std::int64_t nested_count = 0;
   bool operator==(const Outcome&) const = default;
 };

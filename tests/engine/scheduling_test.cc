@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -123,6 +124,98 @@ TEST_CASE("an urgent op does not wait behind long compute ops") {
   CHECK(copy_ran.wait());
   release_blocker.raise();
   engine->wait_all();
+}
+
+// The pattern of a double-buffered training loop (examples/engine_demo, part 2): when compute
+// op i of a chain finishes it makes ready both the chain's next op and an independent op that
+// waited for op i to release a var (the copy into the buffer op i read). The chain's next op is
+// handed straight to the worker that finished op i (CpuExecutor::run_next_here), where no other
+// thread can take it; so whatever else that worker runs first, the chain waits for. Here the
+// two ops must meet at a rendezvous: they pass only if they run at the same time, i.e. neither
+// waits behind the other while a worker or a priority lane is free.
+bool chain_step_meets_independent_op(const tandem::EngineConfig& config,
+                                     const tandem::OpProps& independent) {
+  TestEngine engine(config);
+  Var shared = engine.var(), chain = engine.var();
+  Flag first_started, release_first;
+  engine->push(
+      [&] {
+        first_started.raise();
+        release_first.wait();
+      },
+      cpu(), {shared}, {chain}, {.name = "chain op 0"});
+  // Both followers are pushed while the first op runs, so its completion makes them ready.
+  REQUIRE(first_started.wait());
+  Rendezvous both(2);
+  std::atomic<int> met{0};
+  auto meet = [&] { met.fetch_add(both.arrive(5s) ? 1 : 0); };
+  engine->push(meet, cpu(), {}, {shared}, independent);
+  engine->push(meet, cpu(), {}, {chain}, {.name = "chain op 1"});
+  release_first.raise();
+  engine->wait_all();
+  return met.load() == 2;
+}
+
+TEST_CASE("a copy readied beside a chain's next op runs on the priority lane, beside it") {
+  // One worker: the copy may not take the worker that the chain's next op was handed to.
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 1;
+  config.priority_workers = 1;
+  for (auto queue : {tandem::Queue::copy_h2d, tandem::Queue::copy_d2h, tandem::Queue::comm}) {
+    CAPTURE(static_cast<int>(queue));
+    CHECK(chain_step_meets_independent_op(config, {.name = "copy", .queue = queue}));
+  }
+}
+
+TEST_CASE("a copy readied beside a chain's next op runs on another worker when there is no lane") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 2;
+  config.priority_workers = 0;
+  CHECK(
+      chain_step_meets_independent_op(config, {.name = "copy", .queue = tandem::Queue::copy_h2d}));
+}
+
+TEST_CASE("an urgent op readied beside a chain's next op goes first, and the chain moves on") {
+  // The urgent op takes the worker that finished, and the chain's next op goes back to the
+  // shared queue, where the idle second worker takes it.
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 2;
+  config.priority_workers = 0;
+  CHECK(chain_step_meets_independent_op(config, {.name = "urgent", .priority = 2}));
+}
+
+TEST_CASE("a chain whose every step readies a copy overlaps the copies with the chain") {
+  // The whole double-buffered loop: copy i+2 and compute i+1 are made ready together by
+  // compute i, for several batches in a row; each such pair must run at once.
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 2;
+  config.priority_workers = 1;
+  TestEngine engine(config);
+  constexpr int kBatches = 8;
+  Var buffers[2] = {engine.var(), engine.var()};
+  Var model = engine.var();
+  std::vector<std::unique_ptr<Rendezvous>> pairs;
+  for (int i = 0; i < kBatches; ++i) pairs.push_back(std::make_unique<Rendezvous>(2));
+  std::atomic<int> met{0};
+  // Copy i meets compute i - 1 (pair i - 1): both are made ready by compute i - 2. Pairs
+  // outside 1 .. kBatches - 2 have only one member and meet nobody.
+  auto meet = [&](int pair) {
+    return [&, pair] {
+      if (pair > 0 && pair < kBatches - 1) met.fetch_add(pairs[pair]->arrive(5s) ? 1 : 0);
+    };
+  };
+  Flag release_start;
+  engine->push([&] { release_start.wait(); }, cpu(), {}, {model}, {.name = "start"});
+  for (int batch = 0; batch < kBatches; ++batch) {
+    const Var buffer = buffers[batch % 2];
+    engine->push(meet(batch - 1), cpu(), {}, {buffer},
+                 {.name = "copy", .queue = tandem::Queue::copy_h2d});
+    engine->push(meet(batch), cpu(), {buffer}, {model}, {.name = "compute"});
+  }
+  release_start.raise();
+  engine->wait_all();
+  // Pairs 1 .. kBatches - 2 each met (compute 0 and the last compute have no partner).
+  CHECK(met.load() == 2 * (kBatches - 2));
 }
 
 // Pushes `workers` ops that each wait for all the others: true if they all met, i.e. ran at once.

@@ -85,6 +85,8 @@ void accumulate(NDArray& slot, NDArray gradient) {
   slot = slot.defined() ? nd::add(slot, gradient) : std::move(gradient);
 }
 
+// A leaf comes after every node that reads it in the walk's order, so this is the last write
+// of its gradient in this backward: its hooks may start work on it.
 void deliver_to_leaf(Node& leaf, const NDArray& gradient) {
   if (leaf.request == GradReq::null) return;
   if (leaf.request == GradReq::add) {
@@ -92,6 +94,7 @@ void deliver_to_leaf(Node& leaf, const NDArray& gradient) {
   } else {
     leaf.grad.assign(gradient);
   }
+  for (const GradientReadyHook& hook : leaf.ready_hooks) hook(leaf.grad);
 }
 
 }  // namespace
@@ -141,16 +144,36 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
 
   const std::vector<std::shared_ptr<Node>> order = topological_order(heads);
   for (const auto& node : order) check_saved(*node);
+  // How many recorded edges into each leaf are still to be walked. A leaf's gradient is
+  // delivered (and its ready hooks called) as soon as the last node that reads it has been
+  // walked, not where the depth-first order happens to place the leaf: a layer's weight
+  // gradient is final before the layers below it are walked (what a data-parallel exchange
+  // started from the hook overlaps). The sums are formed in the same order either way.
+  std::unordered_map<const Node*, std::size_t> unwalked_leaf_edges;
+  for (const auto& node : order) {
+    for (const detail::Edge& edge : node->inputs) {
+      if (edge.node != nullptr && edge.node->leaf) ++unwalked_leaf_edges[edge.node.get()];
+    }
+  }
+  const auto deliver_if_pending = [&](Node& leaf) {
+    auto found = gradients.find(&leaf);
+    if (found == gradients.end()) return;
+    const NDArray gradient = std::move(found->second[0]);
+    gradients.erase(found);
+    deliver_to_leaf(leaf, gradient);
+  };
 
   for (const auto& node : order) {
+    if (node->leaf) {
+      // Reached here only when no walked node reads it (a head that is itself attached),
+      // or already delivered.
+      deliver_if_pending(*node);
+      continue;
+    }
     auto found = gradients.find(node.get());
     if (found == gradients.end()) continue;  // every path to it carried no gradient
     std::vector<NDArray> output_grads = std::move(found->second);
     gradients.erase(found);
-    if (node->leaf) {
-      deliver_to_leaf(*node, output_grads[0]);
-      continue;
-    }
     for (std::size_t i = 0; i < output_grads.size(); ++i)
       if (!output_grads[i].defined()) output_grads[i] = zeros_for(node->outputs[i]);
     std::vector<NDArray> input_grads = node->backward(output_grads);
@@ -176,6 +199,10 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
       auto& slots = gradients[edge.node.get()];
       slots.resize(edge.node->outputs.size());
       accumulate(slots[edge.output], std::move(input_grads[i]));
+    }
+    for (const detail::Edge& edge : node->inputs) {
+      if (edge.node == nullptr || !edge.node->leaf) continue;
+      if (--unwalked_leaf_edges[edge.node.get()] == 0) deliver_if_pending(*edge.node);
     }
     if (!retain_graph) {
       node->backward = nullptr;

@@ -168,6 +168,19 @@ void record_op(std::string name, const std::vector<NDArray>& inputs,
   record_op(std::move(name), inputs, std::vector<NDArray*>(outputs), std::move(backward));
 }
 
+void add_gradient_ready_hook(const NDArray& attached, GradientReadyHook hook) {
+  nd::detail::check_defined("add_gradient_ready_hook", attached);
+  if (!hook) throw Error("tandem: add_gradient_ready_hook: the hook is empty");
+  const auto& node = NDArrayAccess::grad_node(attached);
+  if (node == nullptr || !node->leaf || node->request == GradReq::null) {
+    throw Error("tandem: add_gradient_ready_hook: the array (shape " +
+                attached.shape().to_string() +
+                ") has no gradient buffer; call attach_grad() (with a GradReq other than null) "
+                "first");
+  }
+  node->ready_hooks.push_back(std::move(hook));
+}
+
 }  // namespace tandem::autograd
 
 namespace tandem::nd {

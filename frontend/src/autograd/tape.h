@@ -60,6 +60,8 @@ struct Node {
   bool leaf = false;
   GradReq request = GradReq::write;
   nd::NDArray grad;
+  // Called by backward() right after it queued the last op that writes `grad`.
+  std::vector<GradientReadyHook> ready_hooks;
 };
 
 // The recording state of the calling thread.

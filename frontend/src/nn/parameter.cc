@@ -90,7 +90,21 @@ void Parameter::create_copies(const Initializer& init) {
 
 void Parameter::attach_gradients() {
   if (options_.grad_req == GradReq::null) return;
-  for (nd::NDArray& copy : data_) copy.attach_grad(options_.grad_req);
+  if (!gradient_ready_) gradient_ready_ = std::make_shared<GradientReadyCallback>();  // moved from
+  for (std::size_t i = 0; i < data_.size(); ++i) {
+    data_[i].attach_grad(options_.grad_req);
+    autograd::add_gradient_ready_hook(data_[i],
+                                      [callback = gradient_ready_, i](const nd::NDArray&) {
+                                        if (*callback) (*callback)(i);
+                                      });
+  }
+}
+
+void Parameter::set_gradient_ready_callback(GradientReadyCallback callback) {
+  if (!gradient_ready_) {  // moved from
+    gradient_ready_ = std::make_shared<GradientReadyCallback>();
+  }
+  *gradient_ready_ = std::move(callback);
 }
 
 void Parameter::throw_unavailable(const char* what) const {
@@ -169,10 +183,8 @@ void Parameter::set_grad_req(GradReq grad_req) {
   options_.grad_req = grad_req;
   if (!initialized()) return;
   // Fresh handles: the old ones keep their gradient, the new ones have the new request.
-  for (nd::NDArray& copy : data_) {
-    copy = copy.detach();
-    if (grad_req != GradReq::null) copy.attach_grad(grad_req);
-  }
+  for (nd::NDArray& copy : data_) copy = copy.detach();
+  attach_gradients();
 }
 
 void Parameter::cast(nd::DType dtype) {

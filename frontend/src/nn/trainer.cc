@@ -7,12 +7,18 @@
 
 namespace tandem::nn {
 
-Trainer::Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimizer)
+Trainer::Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimizer,
+                 TrainerOptions options)
     : optimizer_(std::move(optimizer)) {
   if (!optimizer_) throw Error("tandem: Trainer: a null optimizer");
+  std::vector<std::shared_ptr<Parameter>> trained;
   for (const ParameterDict::Entry& entry : params) {
     if (entry.second->grad_req() == GradReq::null) continue;
     slots_.push_back(Slot{entry.second, {}});
+    trained.push_back(entry.second);
+  }
+  if (options.exchange == GradientExchangeMode::during_backward) {
+    exchange_ = std::make_unique<GradientExchange>(std::move(trained));
   }
 }
 
@@ -33,6 +39,10 @@ void Trainer::check_ready(std::int64_t batch_size) const {
 }
 
 void Trainer::allreduce_grads() {
+  if (exchange_) {
+    exchange_->finish();
+    return;
+  }
   auto paused = autograd::pause();
   for (Slot& slot : slots_) {
     if (slot.parameter->grad_req() == GradReq::null) continue;
@@ -48,6 +58,7 @@ void Trainer::step(std::int64_t batch_size) {
 
 void Trainer::update(std::int64_t batch_size) {
   check_ready(batch_size);
+  if (exchange_) exchange_->start_next_step();
   auto paused = autograd::pause();
   optimizer_->set_rescale_grad(1.0 / static_cast<double>(batch_size));
   ++steps_;

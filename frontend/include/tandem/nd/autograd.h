@@ -83,6 +83,24 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad = {},
 void backward(const std::vector<nd::NDArray>& heads,
               const std::vector<nd::NDArray>& head_grads = {}, bool retain_graph = false);
 
+// --- gradient-ready hooks ------------------------------------------------------------------------
+// Lets work start on a gradient as soon as backward() has queued it, before backward returns:
+//
+//   w.attach_grad();
+//   autograd::add_gradient_ready_hook(w, [](const nd::NDArray& grad) {
+//     grad.copyto(other);    // queued behind the last op that writes w.grad()
+//   });
+//
+// backward() calls the hooks of an attached array (in the order they were added, on the thread
+// that called backward) right after it has pushed the last op that writes that array's gradient
+// in this backward: the gradient is final once the ops queued so far have run, while the
+// gradients of arrays nearer the inputs are still to be pushed. An attached array that the
+// heads do not reach gets no call. The hooks belong to the attachment: attach_grad() on the
+// array again starts an empty list. Throws tandem::Error when `attached` has no gradient
+// buffer (no attach_grad(), or GradReq::null) or `hook` is empty.
+using GradientReadyHook = std::function<void(const nd::NDArray& gradient)>;
+void add_gradient_ready_hook(const nd::NDArray& attached, GradientReadyHook hook);
+
 // --- ops of your own ----------------------------------------------------------------------------
 // How an op outside tandem's own set gets a gradient:
 //

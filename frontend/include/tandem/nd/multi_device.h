@@ -10,6 +10,7 @@
 // peer-copy stream between accelerators) and overlap the compute queued around them.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "tandem/device.h"
@@ -25,11 +26,41 @@ namespace tandem::nd {
 std::vector<NDArray> split_and_load(const NDArray& batch, const std::vector<Device>& devices,
                                     bool even_split = true);
 
+// The smallest array (in bytes) that AllreduceAlgorithm::automatic sends around the ring: with
+// the default sim bus (12 GB/s, 5 us per copy) the ring's D - 1 fewer bytes per link pay for
+// its extra copies from about 128 KiB on 4 devices.
+inline constexpr std::size_t kRingMinimumBytes = 256 * 1024;
+
+// How allreduce moves the data.
+enum class AllreduceAlgorithm {
+  // ring for 3 or more contiguous arrays of at least kRingMinimumBytes each, on distinct
+  // devices with a copy path from each to the next; gather otherwise (so 2 devices always
+  // gather). Below that size a copy's fixed cost (launch, copy setup: 5 us on the default sim
+  // model) outweighs the bandwidth the ring saves, and the ring pushes 3 D (D - 1) ops where the
+  // gather pushes 3 (D - 1).
+  automatic,
+  // Everything summed on arrays[0]'s device in list order ((a0 + a1) + a2 ...), then copied
+  // back: 2 (D - 1) transfers through one device's link.
+  gather,
+  // Reduce-scatter then all-gather around the ring arrays[0] -> arrays[1] -> ... -> arrays[0]:
+  // the arrays are cut into D chunks of (size / D) elements (the first size % D one more; a
+  // chunk may be empty); in each of D - 1 steps every device sends one chunk to the next,
+  // which adds it into its own (the add on the receiving device), so that device d ends with
+  // the full sum of chunk d + 1; in D - 1 more steps the finished chunks are copied around.
+  // Every device sends and receives 2 (D - 1) / D of the array, all links busy at once.
+  // Chunk c is summed in the order ((a_c + a_c+1) + a_c+2) ...: the same order as gather for
+  // chunk 0 only, so ring and gather may differ in the last bits (never between devices:
+  // every device receives copies of the same finished chunks).
+  ring,
+};
+
 // Sums `arrays` (one per device, of one shape and dtype) and writes the sum into every one of
-// them. The sum is formed on arrays[0]'s device (each other array copied there on its copy
-// queue, then added in order, so every device receives bit-identical values) and copied back.
-// Throws tandem::Error at the call for an empty list, differing shapes or dtypes, or two
-// devices with no copy path between them; writes into each array like any in-place op.
-void allreduce(const std::vector<NDArray>& arrays);
+// them; every device ends with bit-identical values. The copies go on the devices' copy queues
+// (the peer-copy stream between accelerators), the adds on the receiving device. Throws
+// tandem::Error at the call for an empty list, differing shapes or dtypes, two devices with no
+// copy path between them, or a forced ring over arrays that are not contiguous or share a
+// device; writes into each array like any in-place op.
+void allreduce(const std::vector<NDArray>& arrays,
+               AllreduceAlgorithm algorithm = AllreduceAlgorithm::automatic);
 
 }  // namespace tandem::nd

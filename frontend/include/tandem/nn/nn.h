@@ -14,6 +14,7 @@
 #include "tandem/nn/block.h"
 #include "tandem/nn/conv_layers.h"
 #include "tandem/nn/dense.h"
+#include "tandem/nn/gradient_exchange.h"
 #include "tandem/nn/initializer.h"
 #include "tandem/nn/optimizer.h"
 #include "tandem/nn/parameter.h"

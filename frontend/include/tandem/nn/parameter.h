@@ -15,6 +15,8 @@
 // shape, which layers do at their first forward ("deferred initialization").
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +88,14 @@ class Parameter {
   // re-attached.
   void cast(nd::DType dtype);
 
+  // Called with the index of a copy (into devices()) each time a backward() has queued the last
+  // op that writes that copy's gradient (an autograd gradient-ready hook on every copy, put back
+  // whenever the gradients are attached again: deferred initialization, cast, set_grad_req).
+  // One callback per parameter: setting one replaces the previous, an empty one removes it.
+  // nn::Trainer's exchange during backward is built on it.
+  using GradientReadyCallback = std::function<void(std::size_t copy)>;
+  void set_gradient_ready_callback(GradientReadyCallback callback);
+
  private:
   void create_copies(const Initializer& init);
   void attach_gradients();
@@ -97,6 +107,10 @@ class Parameter {
   std::vector<Device> devices_;
   std::vector<nd::NDArray> data_;
   std::shared_ptr<const Initializer> pending_init_;  // set while initialization is deferred
+  // Shared with the copies' hooks, which may outlive the parameter (a user's data() handle
+  // keeps its leaf alive): they call it only while it is set.
+  std::shared_ptr<GradientReadyCallback> gradient_ready_ =
+      std::make_shared<GradientReadyCallback>();
 };
 
 }  // namespace tandem::nn

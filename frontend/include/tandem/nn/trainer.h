@@ -18,6 +18,12 @@
 // first has its gradients summed across the copies (nd::allreduce, so every copy sees the same
 // bits), then every copy gets the same update: the copies stay equal, and the step equals one
 // device's step on the whole batch. Everything is queued as engine ops.
+//
+// With {.exchange = GradientExchangeMode::during_backward} the sums are not left to step():
+// each parameter's sum is queued from inside the backward() that finishes its last copy's
+// gradient, so the exchange of the last layers overlaps the backward of the first ones
+// (nn::GradientExchange, tandem/nn/gradient_exchange.h); step() then pushes only the sums
+// backward did not, and the updates. Same sums, same bits as at_step.
 #pragma once
 
 #include <concepts>
@@ -27,16 +33,28 @@
 #include <vector>
 
 #include "tandem/nn/block.h"
+#include "tandem/nn/gradient_exchange.h"
 #include "tandem/nn/optimizer.h"
 
 namespace tandem::nn {
 
+// When a Trainer sums the gradients of parameters with copies on several devices.
+enum class GradientExchangeMode {
+  at_step,          // in step() (allreduce_grads), after every backward
+  during_backward,  // as soon as backward has produced a parameter's gradient on every copy
+};
+
+struct TrainerOptions {
+  GradientExchangeMode exchange = GradientExchangeMode::at_step;
+};
+
 class Trainer {
  public:
-  Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimizer);
+  Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimizer,
+          TrainerOptions options = {});
   template <std::derived_from<Optimizer> O>
-  Trainer(const ParameterDict& params, O optimizer)
-      : Trainer(params, std::make_shared<O>(std::move(optimizer))) {}
+  Trainer(const ParameterDict& params, O optimizer, TrainerOptions options = {})
+      : Trainer(params, std::make_shared<O>(std::move(optimizer)), options) {}
 
   // One update of every parameter with a gradient. Throws tandem::Error (before queuing
   // anything) when batch_size < 1 or a parameter is not initialized.
@@ -44,8 +62,11 @@ class Trainer {
   // step() without the cross-device sum (each copy updated from its own gradient), for
   // callers that reduce gradients themselves.
   void update(std::int64_t batch_size);
-  // Sums each parameter's gradients across its copies (what step does first).
+  // Sums each parameter's gradients across its copies (what step does first); in
+  // during_backward mode only those backward has not summed yet.
   void allreduce_grads();
+  // The exchange of during_backward mode (null in at_step mode).
+  const GradientExchange* exchange() const { return exchange_.get(); }
 
   Optimizer& optimizer() const { return *optimizer_; }
   double learning_rate() const { return optimizer_->learning_rate(); }
@@ -61,6 +82,7 @@ class Trainer {
 
   std::vector<Slot> slots_;
   std::shared_ptr<Optimizer> optimizer_;
+  std::unique_ptr<GradientExchange> exchange_;
   long steps_ = 0;
 };
 

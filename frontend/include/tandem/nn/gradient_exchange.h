@@ -1,0 +1,68 @@
+// GradientExchange: sums each parameter's gradients across its device copies as soon as the
+// backward passes have produced them on every copy, while the gradients of the layers nearer
+// the input are still being computed (PyTorch DDP's autograd hooks, Gluon's multi-device
+// Trainer). nn::Trainer makes one when TrainerOptions::exchange is during_backward:
+//
+//   nn::Trainer trainer(net.collect_params(), nn::SGD(0.1),
+//                       {.exchange = nn::GradientExchangeMode::during_backward});
+//   auto xs = nd::split_and_load(batch.data, devices), ys = nd::split_and_load(batch.label,
+//   devices); std::vector<nd::NDArray> losses;
+//   {
+//     auto recording = autograd::record();
+//     for (std::size_t d = 0; d < devices.size(); ++d)
+//       losses.push_back(nd::softmax_cross_entropy(net(xs[d]), ys[d]).sum());
+//   }
+//   for (auto& loss : losses) loss.backward();   // the last layers' sums are queued in here
+//   trainer.step(batch_size);                     // only the updates are left
+//
+// How: a gradient-ready callback on every parameter (Parameter::set_gradient_ready_callback)
+// counts, per step, the copies whose gradient backward() has finished queuing. When the last
+// copy of a parameter reports, the parameter's nd::allreduce (one group of copies and adds,
+// on the copy queues and the receiving devices) is pushed right there, inside that backward:
+// with one backward per device, the exchange of the last layer is queued before the backward
+// of the first layers on the last device, and the engine runs them side by side.
+//
+// finish() (what Trainer::step calls) pushes the sums that backward did not (parameters that
+// no backward reached on some copy, parameters with GradReq::add, whose gradients accumulate
+// over several backward calls and are summed once, at the step) and starts the next step's
+// count. The sums are the ones Trainer::allreduce_grads would push, so the results are the
+// same bits as summing at the step.
+//
+// A copy whose gradient is produced twice before finish() (two backward calls on one device's
+// loss with GradReq::write) is refused with a tandem::Error from that backward: the first
+// gradient may already have been summed and sent to the other devices.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "tandem/nn/parameter.h"
+
+namespace tandem::nn {
+
+class GradientExchange {
+ public:
+  // Installs the callbacks on `parameters` (replacing any other exchange's). Parameters with
+  // one copy are never summed; deferred ones are covered once their copies exist.
+  explicit GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters);
+  GradientExchange(const GradientExchange&) = delete;
+  GradientExchange& operator=(const GradientExchange&) = delete;
+  // The callbacks stay installed but do nothing once the exchange is gone.
+  ~GradientExchange();
+
+  // Pushes the sums not pushed during backward and starts the next step.
+  void finish();
+  // Starts the next step without pushing anything (Trainer::update, for callers that sum the
+  // rest themselves).
+  void start_next_step();
+
+  // Parameters summed from inside backward() since the last finish() (for tests and reports).
+  std::size_t summed_during_backward() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace tandem::nn

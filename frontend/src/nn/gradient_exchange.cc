@@ -1,0 +1,103 @@
+// GradientExchange: per-step counts of finished gradient copies, and the sums they trigger.
+#include "tandem/nn/gradient_exchange.h"
+
+#include <mutex>
+#include <string>
+
+#include "tandem/errors.h"
+#include "tandem/nd/autograd.h"
+#include "tandem/nd/multi_device.h"
+
+namespace tandem::nn {
+
+// Shared by the exchange and its callbacks (which hold it weakly: a callback outliving the
+// exchange does nothing). One mutex: backward calls on several threads may report at once.
+struct GradientExchange::State {
+  struct Slot {
+    std::shared_ptr<Parameter> parameter;
+    std::vector<bool> ready;  // per copy: backward has queued its last gradient op this step
+    bool summed = false;      // its allreduce was pushed this step
+  };
+
+  void report(std::size_t slot_index, std::size_t copy) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    Slot& slot = slots[slot_index];
+    Parameter& parameter = *slot.parameter;
+    const std::size_t copies = parameter.devices().size();
+    if (copies < 2 || parameter.grad_req() != GradReq::write) return;
+    if (slot.ready.size() != copies) slot.ready.assign(copies, false);
+    if (slot.ready[copy]) {
+      throw Error("tandem: GradientExchange: the gradient of parameter '" + parameter.name() +
+                  "' on " + to_string(parameter.devices()[copy]) +
+                  " was produced twice before Trainer::step (two backward calls through one "
+                  "device's copy); its first value may already be summed across devices. Run "
+                  "one backward per device per step, or use GradReq::add");
+    }
+    slot.ready[copy] = true;
+    for (const bool done : slot.ready) {
+      if (!done) return;
+    }
+    sum(slot);
+    ++summed_during_backward;
+  }
+
+  static void sum(Slot& slot) {
+    auto paused = autograd::pause();
+    nd::allreduce(slot.parameter->list_grad());
+    slot.summed = true;
+  }
+
+  // Caller holds the mutex.
+  void start_next_step() {
+    for (Slot& slot : slots) {
+      slot.ready.assign(slot.ready.size(), false);
+      slot.summed = false;
+    }
+    summed_during_backward = 0;
+  }
+
+  std::mutex mutex;
+  std::vector<Slot> slots;
+  std::size_t summed_during_backward = 0;
+};
+
+GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters)
+    : state_(std::make_shared<State>()) {
+  state_->slots.reserve(parameters.size());
+  for (std::shared_ptr<Parameter>& parameter : parameters) {
+    if (parameter == nullptr) throw Error("tandem: GradientExchange: a null parameter");
+    state_->slots.push_back(State::Slot{std::move(parameter), {}, false});
+  }
+  const std::weak_ptr<State> weak = state_;
+  for (std::size_t i = 0; i < state_->slots.size(); ++i) {
+    state_->slots[i].parameter->set_gradient_ready_callback([weak, i](std::size_t copy) {
+      if (const std::shared_ptr<State> state = weak.lock()) state->report(i, copy);
+    });
+  }
+}
+
+GradientExchange::~GradientExchange() = default;
+
+void GradientExchange::finish() {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  for (State::Slot& slot : state_->slots) {
+    const Parameter& parameter = *slot.parameter;
+    if (!slot.summed && parameter.grad_req() != GradReq::null && parameter.initialized() &&
+        parameter.devices().size() > 1) {
+      State::sum(slot);
+    }
+  }
+  state_->start_next_step();
+}
+
+void GradientExchange::start_next_step() {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->start_next_step();
+}
+
+std::size_t GradientExchange::summed_during_backward() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->summed_during_backward;
+}
+
+}  // namespace tandem::nn
