@@ -538,6 +538,38 @@ def replace_section(doc, suite, body):
     return doc.rstrip() + f"\n\n## {suite}\n\n{block}\n"
 
 
+# --- the graph suite -------------------------------------------------------------------------
+
+
+GRAPH_SYSTEMS = ["eager", "hybridized", "hybridized_copied", "plain_loops"]
+
+
+def render_graph(records, meta):
+    lines = provenance(meta)
+    lines += targets_table(records)
+    index = by_key([r for r in records if r.get("workload") == "hybridize_mlp"])
+    found = {name: index.get(("hybridize_mlp", name)) for name in GRAPH_SYSTEMS}
+    if any(found.values()):
+        sample = next(r for r in found.values() if r)
+        seconds = {name: (r or {}).get("seconds") for name, r in found.items()}
+
+        def ratio(a, b):
+            return fmt_ratio(seconds[a] / seconds[b]) if seconds[a] and seconds[b] else "—"
+
+        lines += ["**hybridize_mlp** (d2l 8.1): forward calls of a small MLP, eager vs "
+                  "`net.hybridize()` (recorded once, replayed), the same with each output copied "
+                  "(`net(x).copy()`: keeping every result), and the floor: the same layers as "
+                  "plain C++ loops over OpenBLAS on one thread; waiting once at the end, the best "
+                  "of interleaved rounds.", ""]
+        lines += table(["model", "device", "calls"] + GRAPH_SYSTEMS +
+                       ["eager / hybridized", "hybridized / plain loops"],
+                       [[sample.get("model", "—"), sample.get("device", "—"),
+                         fmt_cell(sample.get("calls"))] +
+                        [fmt_s(seconds[name]) for name in GRAPH_SYSTEMS] +
+                        [ratio("eager", "hybridized"), ratio("hybridized", "plain_loops")]])
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def load_suites():
     suites = {}
     for path in sorted(RESULTS.glob("*.json")):
@@ -561,6 +593,7 @@ RENDERERS = {
     "profiler_off": render_profiler_off,
     "training": render_training,
     "multi_device": render_multi_device,
+    "graph": render_graph,
 }
 
 

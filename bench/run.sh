@@ -5,6 +5,7 @@
 #   bench/run.sh engine             # the full run (~2 min on 2 quiet cores)
 #   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX
 #   bench/run.sh multi_device --quick   # data, pipeline and model parallel on sim devices
+#   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized forward calls
 #   bench/run.sh all                # engine, frontend, overlap and training
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
 #

@@ -6,11 +6,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "capture_window.h"
 #include "generator_registry.h"
 #include "storage_reuse.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
+
+using detail::throw_if_capturing;
 
 namespace {
 
@@ -35,10 +38,12 @@ Engine& current_engine() {
 }
 
 void waitall() {
+  throw_if_capturing("waitall");
   current_engine().wait_all();
 }
 
 void waitall(std::chrono::milliseconds timeout) {
+  throw_if_capturing("waitall");
   current_engine().wait_all(timeout);
 }
 

@@ -2,8 +2,12 @@
 
 #include <tandem/accel/memory_pool.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <new>
+
+#include "tandem/nd/detail/host_allocation_count.h"
 
 namespace tandem::nd::detail {
 
@@ -34,7 +38,16 @@ MemoryPool& pool() {
 
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> host_allocations{0};
+}  // namespace
+
+std::uint64_t host_allocation_count() noexcept {
+  return host_allocations.load(std::memory_order_relaxed);
+}
+
 void* host_allocate(std::size_t bytes) noexcept {
+  host_allocations.fetch_add(1, std::memory_order_relaxed);
   if (bytes < kPooledFrom) return ::operator new(bytes == 0 ? 1 : bytes, kAlignment, std::nothrow);
   try {
     return pool().allocate(bytes).data;

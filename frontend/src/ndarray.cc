@@ -6,6 +6,7 @@
 
 #include "access.h"
 #include "autograd/record.h"
+#include "capture_window.h"
 #include "checks.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
@@ -15,6 +16,7 @@ namespace tandem::nd {
 
 using detail::check_defined;
 using detail::NDArrayAccess;
+using detail::throw_if_capturing;
 
 namespace detail {
 
@@ -156,26 +158,31 @@ NDArray NDArray::T() const {
 
 void NDArray::wait_to_read() const {
   check_defined("wait_to_read", *this);
+  throw_if_capturing("wait_to_read");
   storage_->engine->wait_for_var(storage_->var);
 }
 
 void NDArray::wait_to_write() const {
   check_defined("wait_to_write", *this);
+  throw_if_capturing("wait_to_write");
   storage_->engine->wait_to_write(storage_->var);
 }
 
 void NDArray::wait_to_read(std::chrono::milliseconds timeout) const {
   check_defined("wait_to_read", *this);
+  throw_if_capturing("wait_to_read");
   storage_->engine->wait_for_var(storage_->var, timeout);
 }
 
 void NDArray::wait_to_write(std::chrono::milliseconds timeout) const {
   check_defined("wait_to_write", *this);
+  throw_if_capturing("wait_to_write");
   storage_->engine->wait_to_write(storage_->var, timeout);
 }
 
 void NDArray::read_into(void* destination, DType destination_dtype) const {
   check_defined("to_vector", *this);
+  throw_if_capturing("to_vector");
   // Device memory is read through a D2H copy op into a host array, which is then read here.
   if (device().is_accelerator()) return copyto(cpu()).read_into(destination, destination_dtype);
   wait_to_read();
@@ -186,6 +193,7 @@ void NDArray::read_into(void* destination, DType destination_dtype) const {
 
 void NDArray::read_scalar_into(void* destination, DType destination_dtype) const {
   check_defined("scalar", *this);
+  throw_if_capturing("scalar");
   if (size() != 1) {
     throw Error("tandem: scalar: the array has shape " + shape_.to_string() + " (" +
                 std::to_string(size()) + " elements); scalar() needs exactly one element");

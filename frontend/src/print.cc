@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "capture_window.h"
 #include "tandem/nd/ndarray.h"
 
 namespace tandem::nd {
@@ -107,6 +108,7 @@ struct Printer {
 
 std::ostream& operator<<(std::ostream& out, const NDArray& array) {
   if (!array.defined()) return out << "<NDArray null>";
+  detail::throw_if_capturing("printing an NDArray");
   const bool integral = !ops::is_floating(array.dtype());
   const std::vector<double> values = integral ? std::vector<double>() : array.to_vector<double>();
   const std::vector<std::int64_t> integers =

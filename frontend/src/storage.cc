@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "backend.h"
+#include "capture_window.h"
 #include "host_pool.h"
 #include "storage_reuse.h"
 #include "tandem/errors.h"
@@ -96,7 +97,9 @@ void release(Storage* storage) noexcept {
   } catch (...) {
     return;  // the var is not the engine's any more: leaking beats freeing memory in use
   }
-  if (park_storage(storage, *owner)) return;
+  // Inside a capture window the storage becomes a temporary the graph owns (or, from before
+  // the window, is deleted when the window closes): never parked for an eager array.
+  if (!capturing_on_this_thread() && park_storage(storage, *owner)) return;
   free_storage(storage, *owner);
 }
 
@@ -111,9 +114,14 @@ void release(Storage* storage) noexcept {
 // stream, so only the deleter (which runs after the device has finished with the var) may give
 // the block back. Its pool is told at once that the block is coming back (expect_free), so that
 // an allocation meanwhile waits for it rather than failing.
+//
+// Inside a capture window (capture_window.h) the storage is a temporary the graph will own, or
+// an array from before the window: no early free and no announcement then, and a deletion the
+// engine refuses (a var from before the window) is retried when the window closes.
 void free_storage(Storage* storage, Engine& owner) noexcept {
+  const bool capturing = capturing_on_this_thread();
   MemoryBlock announced;
-  if (storage->accelerator != nullptr) {
+  if (storage->accelerator != nullptr && !capturing) {
     // An op not launched yet may still allocate the memory (when creation could not): then the
     // deleter frees it without an announcement.
     void* data = storage->data.load(std::memory_order_acquire);
@@ -124,7 +132,7 @@ void free_storage(Storage* storage, Engine& owner) noexcept {
     }
   }
   try {
-    if (storage->bytes >= kEarlyFreeBytes && storage->accelerator == nullptr) {
+    if (storage->bytes >= kEarlyFreeBytes && storage->accelerator == nullptr && !capturing) {
       owner.push([storage] { storage->free_data(); }, storage->device, {}, {storage->var},
                  {.name = "free", .priority = 1, .no_skip = true});
     }
@@ -134,9 +142,22 @@ void free_storage(Storage* storage, Engine& owner) noexcept {
     });
   } catch (...) {
     // The engine refused the deletion: leaking beats freeing memory an op may still use.
-    if (announced.data != nullptr)
+    if (announced.data != nullptr) {
+      storage->free_announced = false;
       storage->accelerator->device_pool().cancel_expected_free(announced);
+    }
+    if (capturing) CaptureWindow::defer_deletion(storage);
   }
+}
+
+void delete_storage(Storage* storage) noexcept {
+  Engine* owner = nullptr;
+  try {
+    owner = &Engine::owner(storage->var);
+  } catch (...) {
+    return;  // the var is not the engine's any more: leaking beats freeing memory in use
+  }
+  free_storage(storage, *owner);
 }
 
 void retain(Storage* storage) noexcept {
@@ -219,7 +240,9 @@ StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, cons
   }
   // A parked storage keeps its var: the new array's first op, a write, is ordered after every
   // op still queued on the array that held it (storage_reuse.h).
-  if (first_write == FirstWrite::by_op) {
+  // Never inside a capture window: a var the graph will own must not be one an eager array may
+  // still be using, nor the reverse.
+  if (first_write == FirstWrite::by_op && !capturing_on_this_thread()) {
     if (Storage* parked = take_parked_storage(engine, device, bytes)) return StorageRef(parked);
   }
   Storage* storage = storage_pool().acquire();

@@ -28,6 +28,10 @@
 // still fails leaves the memory to the first op that needs it, which retries once without
 // waiting and throws OutOfMemoryError, so the error surfaces at the next sync point like every
 // error of an op.
+//
+// Inside a capture window (capture_window.h: hybridize recording a function) a dropped array is
+// a temporary the recorded graph will own: no early free and no announced device free then, and
+// any reuse of dead arrays' storage must be skipped (capturing_on_this_thread()).
 #pragma once
 
 #include <atomic>

@@ -22,6 +22,7 @@
 #include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/engine_scope.h"
+#include "tandem/nd/hybridize.h"
 #include "tandem/nd/idx.h"
 #include "tandem/nd/join.h"
 #include "tandem/nd/linalg.h"

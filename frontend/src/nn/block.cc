@@ -45,6 +45,27 @@ void ParameterDict::set_grad_req(GradReq grad_req) const {
   for (const Entry& entry : entries_) entry.second->set_grad_req(grad_req);
 }
 
+nd::NDArray Block::operator()(const nd::NDArray& x) {
+  if (hybrid_ == nullptr) return forward(x);
+  if (!parameters_ready_) {
+    // A deferred parameter gets its arrays at the first forward: that forward runs eagerly,
+    // else the graph would recreate (and re-draw) the parameter at every replay.
+    for (const auto& [name, parameter] : collect_params()) {
+      if (!parameter->initialized()) return forward(x);
+    }
+    parameters_ready_ = true;
+  }
+  const nd::ArrayFunction run_forward = [this](const std::vector<nd::NDArray>& inputs) {
+    return std::vector<nd::NDArray>{forward(inputs[0])};
+  };
+  return hybrid_->call(run_forward, {x})[0];
+}
+
+void Block::hybridize(bool active) {
+  parameters_ready_ = false;
+  hybrid_ = active ? std::make_unique<nd::HybridCache>() : nullptr;
+}
+
 ParameterDict Block::collect_params() const {
   ParameterDict dict;
   for (const auto& [name, parameter] : params_) dict.add(parameter);
@@ -57,10 +78,17 @@ ParameterDict Block::collect_params() const {
 void Block::initialize(const Initializer& init, const std::vector<Device>& devices,
                        bool force_reinit) {
   collect_params().initialize(init, devices, force_reinit);
+  forget_recordings();
 }
 
 void Block::cast(nd::DType dtype) {
   for (const ParameterDict::Entry& entry : collect_params()) entry.second->cast(dtype);
+  forget_recordings();
+}
+
+void Block::forget_recordings() {
+  parameters_ready_ = false;
+  if (hybrid_ != nullptr) hybrid_->clear();
 }
 
 void Block::check_unique(const std::string& name) const {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tandem/device.h"
+#include "tandem/nd/hybridize.h"
 #include "tandem/nd/ndarray.h"
 #include "tandem/nd/save_load.h"
 #include "tandem/nn/initializer.h"
@@ -73,7 +74,29 @@ class Block {
   // The block's computation. Called with autograd recording or not; layers whose behaviour
   // differs between training and prediction (Dropout, BatchNorm) read autograd::is_training().
   virtual nd::NDArray forward(const nd::NDArray& x) = 0;
-  nd::NDArray operator()(const nd::NDArray& x) { return forward(x); }
+  // forward(x), or, once hybridize() was called, its recorded graph (see hybridize()).
+  nd::NDArray operator()(const nd::NDArray& x);
+
+  // Hybridize (Gluon's net.hybridize()): from now on, a call net(x) outside autograd::record()
+  // records forward once per input signature (shape, dtype, device, is_training()) with
+  // nd::hybridize's machinery (tandem/nd/hybridize.h) and replays it at later calls: the
+  // host code of forward no longer runs, and its intermediate arrays keep their memory.
+  //   net.hybridize();
+  //   nd::NDArray y = net(x);       // records, then runs
+  //   y = net(x2);                  // replays; the same output array, overwritten
+  // The parameters are read by every replay, so updates between calls (a Trainer step,
+  // load_parameters, set_data) are seen. Rules: the output of a call is overwritten by the
+  // next call with the same signature (keep it with .copy()); under autograd::record() the
+  // call runs forward eagerly (training stays correct; the backward is not captured); while a
+  // parameter's shape is still deferred the call runs eagerly (its first forward creates the
+  // parameters). Block::initialize(force_reinit) and cast() forget the recordings (they
+  // replace parameter arrays); replacing one by hand (Parameter::initialize or cast) needs
+  // hybridize() again. hybridize(false) goes back to the eager path.
+  void hybridize(bool active = true);
+  bool hybridized() const { return hybrid_ != nullptr; }
+  // The recordings (null unless hybridized): how many signatures, whether the last call
+  // replayed.
+  const nd::HybridCache* hybrid_cache() const { return hybrid_.get(); }
 
   // Every parameter of this block and its children.
   ParameterDict collect_params() const;
@@ -122,8 +145,12 @@ class Block {
   void adopt(const std::string& name, std::shared_ptr<Block> child);
   void set_prefix(const std::string& prefix);
   void check_unique(const std::string& name) const;
+  // The parameter arrays may have been replaced: record again at the next call.
+  void forget_recordings();
 
   std::string prefix_;
+  std::unique_ptr<nd::HybridCache> hybrid_;  // set while hybridized
+  bool parameters_ready_ = false;            // every parameter initialized (seen once)
   std::vector<std::pair<std::string, std::shared_ptr<Parameter>>> params_;  // local names
   std::vector<std::pair<std::string, std::shared_ptr<Block>>> children_;
 };

@@ -1,0 +1,107 @@
+// hybridize: record a function of NDArrays once per input signature, then replay it.
+//
+//   auto layer = nd::hybridize([](const std::vector<nd::NDArray>& in) {
+//     return std::vector<nd::NDArray>{nd::relu(nd::dot(in[0], in[1]) + 1)};
+//   });
+//   nd::NDArray w = nd::ones({4, 3});
+//   auto y = layer({nd::ones({2, 4}), w});   // first call for (2x4, 4x3) float32 @cpu(0): records
+//   auto z = layer({nd::zeros({2, 4}), w});  // same signature: replays the recorded ops
+//   std::cout << z[0];                       // [[1. 1. 1.] [1. 1. 1.]]; y[0] is z[0] now
+//
+// Signature: the inputs' shapes, dtypes and devices, their engine and autograd::is_training().
+// The first call with a signature creates one static input array per input, runs the
+// function once on them inside tandem::capture (tandem/graph.h): every op the function pushes
+// is recorded, none runs, and the function's host code (shape checks, op choice) is not run
+// again. The arrays it creates and drops are temporaries the graph owns: their memory is taken
+// at the first replay and reused by every later one (no allocation in a replay). The arrays it
+// returns become the entry's static outputs. Every call, the first included, then copies the
+// inputs into the static inputs (engine ops, no wait), replays the graph and returns the
+// static outputs. A different signature records a new entry.
+//
+// Output-overwrite rule: a call returns the same output arrays for one signature every time,
+// so the next call with that signature overwrites the values a handle from an earlier call
+// sees (ops already pushed on them keep the values of their time: the engine orders the
+// overwrite after them). Keep a result with `y[0].copy()`.
+//
+// What the graph reads: arrays the function uses from outside (a network's parameters,
+// captured weights) are read by every replay, so writes to them between calls (an optimizer
+// step) are seen. Dropping the last handle of such an array makes the next replay throw
+// tandem::Error (the graph runs on its var); record again with clear().
+//
+// Limits:
+// - Under autograd::record() the call runs the function eagerly (not recorded, not replayed),
+//   so gradients are those of the eager path; a call made while another hybridized function
+//   records (nesting) also runs eagerly, into the outer recording.
+// - The function must not read values: wait_to_read, to_vector, scalar, printing and waitall
+//   inside it throw tandem::Error while it records. Nor may its host code depend on the input
+//   values: only the ops it pushes are replayed.
+// - Random ops draw new numbers at every replay (their closure runs again).
+// - Errors of replayed ops poison the same arrays and are rethrown at the same sync points as
+//   the eager calls would (tandem/graph.h); a mistake the call can see (a null input, arrays of
+//   two engines) throws tandem::Error at the call.
+// - One caller at a time: concurrent calls on one object race on its static arrays. Destroy
+//   the object (or clear()) before the engine its arrays use.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "tandem/nd/ndarray.h"
+
+namespace tandem::nd {
+
+using ArrayFunction = std::function<std::vector<NDArray>(const std::vector<NDArray>&)>;
+
+// The recorded entries of one function (or block), by signature. The function is passed at
+// each call so that a block can hand in a closure over itself.
+class HybridCache {
+ public:
+  HybridCache();
+  ~HybridCache();
+  HybridCache(const HybridCache&) = delete;
+  HybridCache& operator=(const HybridCache&) = delete;
+  HybridCache(HybridCache&&) noexcept;
+  HybridCache& operator=(HybridCache&&) noexcept;
+
+  // See the top of the file. `fn` must be the same function at every call.
+  std::vector<NDArray> call(const ArrayFunction& fn, const std::vector<NDArray>& inputs);
+  // Signatures recorded so far.
+  std::size_t num_entries() const;
+  // Ops recorded for the entry used by the last recorded or replayed call (0 before any).
+  std::size_t num_recorded_ops() const;
+  // Whether the last call replayed a graph (false: it ran eagerly, under autograd or nested).
+  bool last_call_replayed() const { return last_call_replayed_; }
+  // Forgets every entry: the next call per signature records again.
+  void clear();
+
+ private:
+  struct Entry;
+  Entry* record(const ArrayFunction& fn, const std::vector<NDArray>& inputs);
+
+  std::vector<std::unique_ptr<Entry>> entries_;
+  Entry* last_entry_ = nullptr;
+  bool last_call_replayed_ = false;
+};
+
+// A function of NDArrays that records once per input signature and replays after.
+class Hybridized {
+ public:
+  explicit Hybridized(ArrayFunction fn);
+
+  std::vector<NDArray> operator()(const std::vector<NDArray>& inputs) {
+    return cache_.call(fn_, inputs);
+  }
+  const HybridCache& cache() const { return cache_; }
+  void clear() { cache_.clear(); }
+
+ private:
+  ArrayFunction fn_;
+  HybridCache cache_;
+};
+
+// Hybridized(fn): see the top of the file.
+Hybridized hybridize(ArrayFunction fn);
+
+}  // namespace tandem::nd
