@@ -57,8 +57,9 @@ class RunContext {
   //   Engine::priority_workers() is the pool's size, Engine::cpu_workers() unless a oneTBB cap
   //   keeps some of its workers from running;
   // - a CPU op on priority lane i: P + i, i in [0, Engine::priority_workers()) (only urgent ops,
-  //   priority > 0 or a copy queue, run on the lanes; pool workers take them too, ahead of other
-  //   ops, so an urgent op may see either range);
+  //   priority > 0 or a copy queue, run on the lanes; pool workers take priority ops too, ahead
+  //   of other ops, and copy-queue ops only while no lane is idle, so an urgent op may see either
+  //   range);
   //   every CPU op's index is below Engine::worker_lanes();
   // - an accelerator op: its stream's index among the device's streams of its queue
   //   (compute: [0, AcceleratorConfig::compute_streams), other queues: 0);
