@@ -580,7 +580,7 @@ def render_device_graphs(records):
     if not any(found.values()):
         return []
     sample = next(r for r in found.values() if r)
-    lines = ["", "**replay_sim_tiny_ops**: a chain of tiny ops on sim(0) (each one empty stream "
+    lines = ["**replay_sim_tiny_ops**: a chain of tiny ops on sim(0) (each one empty stream "
              "item: its modelled time is the launch latency), pushed one by one, replayed from a "
              "capture without device graphs (`TANDEM_DEVICE_GRAPHS=0`), and replayed as one "
              "device graph (one launch latency per replay); per round of the chain, medians.", ""]

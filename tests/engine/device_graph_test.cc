@@ -304,11 +304,33 @@ TEST_CASE("ops that do not form a chain, or are async or no_skip, stay pushed on
     engine->push(enqueue_nothing, sim(0), {x}, {x}, {.name = "cleanup", .no_skip = true});
   });
   CHECK(no_skip.num_device_graphs() == 0);
+  // A host op between two device ops stays an engine op, and ends the run.
+  CapturedGraph host_between = capture(*engine, [&] {
+    engine->push(enqueue_nothing, sim(0), {}, {x}, {.name = "x"});
+    engine->push([] {}, cpu(), {x}, {x}, {.name = "host"});
+    engine->push(enqueue_nothing, sim(0), {x}, {x}, {.name = "x again"});
+  });
+  CHECK(host_between.num_device_graphs() == 0);
+  CHECK(host_between.num_segments() == 1);
+  CHECK(host_between.num_pushed_ops() == 2);
+  // A temporary of the window written by the first op and read by the last is invisible
+  // outside: the chain still forms one device graph.
+  CapturedGraph through_temporary = capture(*engine, [&] {
+    Var temporary = engine->new_var();
+    engine->push(enqueue_nothing, sim(0), {x}, {temporary}, {.name = "to temporary"});
+    engine->push(enqueue_nothing, sim(0), {temporary}, {y}, {.name = "from temporary"});
+    engine->delete_var(temporary);
+  });
+  CHECK(through_temporary.num_device_graphs() == 1);
+  CHECK(through_temporary.num_device_graph_ops() == 2);
   independent.replay();
   other_device.replay();
   no_skip.replay();
+  host_between.replay();
+  through_temporary.replay();
+  through_temporary.replay();
   engine->wait_all();
-  independent = other_device = no_skip = CapturedGraph();
+  independent = other_device = no_skip = host_between = through_temporary = CapturedGraph();
   engine->delete_var(x);
   engine->delete_var(y);
 }
