@@ -570,7 +570,31 @@ def render_graph(records, meta):
                         [fmt_s(seconds[name]) for name in GRAPH_SYSTEMS] +
                         [ratio("eager", "hybridized"), ratio("hybridized", "plain_loops"),
                          ratio("hybridized", "jax_jit")]])
+    lines += render_device_graphs(records)
     return "\n".join(lines).rstrip() + "\n"
+
+
+DEVICE_GRAPH_SYSTEMS = ["push", "replay", "replay_device_graph"]
+
+
+def render_device_graphs(records):
+    index = by_key([r for r in records if r.get("workload") == "replay_sim_tiny_ops"])
+    found = {name: index.get(("replay_sim_tiny_ops", name)) for name in DEVICE_GRAPH_SYSTEMS}
+    if not any(found.values()):
+        return []
+    sample = next(r for r in found.values() if r)
+    lines = ["**replay_sim_tiny_ops**: a chain of tiny ops on sim(0) (each one empty stream "
+             "item: its modelled time is the launch latency), pushed one by one, replayed from a "
+             "capture without device graphs (`TANDEM_DEVICE_GRAPHS=0`), and replayed as one "
+             "device graph (one launch latency per replay); per round of the chain, medians.", ""]
+    rows = []
+    for name in DEVICE_GRAPH_SYSTEMS:
+        r = found[name] or {}
+        rows.append([name, fmt_cell(sample.get("ops")), fmt_cell(sample.get("latency_us")),
+                     fmt_cell(r.get("modelled_us")),
+                     fmt_cell(r["seconds"] * 1e6) if r.get("seconds") else "—"])
+    lines += table(["system", "ops", "latency (us)", "modelled (us)", "wall (us)"], rows)
+    return lines
 
 
 def load_suites():

@@ -5,6 +5,8 @@
 // Writes a JSON list of records:
 //   {"workload": "hybridize_mlp", "system": "eager" | "hybridized" | "hybridized_copied" |
 //    "plain_loops", "seconds", "calls", "model", "device"}
+//   {"workload": "replay_sim_tiny_ops", "system": "push" | "replay" | "replay_device_graph",
+//    "modelled_us", "seconds", "ops", "latency_us", "device"}
 // and the targets. The engine-level measures of captured graphs (replay_ns_per_op,
 // metg_stencil_1d's tandem_replay) are in bench_engine. Usually run through
 // bench/run.sh graph [--quick].
@@ -15,6 +17,7 @@
 
 #include "hybridize_mlp.h"
 #include "records.h"
+#include "replay_sim_tiny_ops.h"
 
 int main(int argc, char** argv) {
   bool quick = false;
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   tandem::bench::Records records;
   try {
     tandem::bench::run_hybridize_mlp(quick, records);
+    tandem::bench::run_replay_sim_tiny_ops(quick, records);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_graph: %s\n", e.what());
     return 1;

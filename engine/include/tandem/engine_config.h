@@ -60,6 +60,11 @@ struct EngineConfig {
   // Profile the process-wide engine from its creation and write a Chrome/Perfetto trace here
   // when it is destroyed (at exit). Empty: off.
   std::string profile_path{};
+  // Captured graphs (tandem/graph.h): a run of accelerator ops of a captured window that may
+  // form a device graph is recorded into one on its first replay and launched as one unit by
+  // every later replay (a CUDA Graph on cuda, one modelled launch on sim). Off: every
+  // accelerator op of a window is pushed one by one at each replay, e.g. to compare.
+  bool device_graphs = true;
   AcceleratorConfig accel{};
   // spdlog level name: trace, debug, info, warn, error, critical, off.
   std::string log_level = "warn";

@@ -26,13 +26,6 @@ std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
 // of the model, for at most this much CPU per item.
 constexpr auto kSpinTail = std::chrono::microseconds(100);
 
-void wait_until_precisely(std::chrono::steady_clock::time_point deadline) {
-  if (deadline - std::chrono::steady_clock::now() > kSpinTail) {
-    std::this_thread::sleep_until(deadline - kSpinTail);
-  }
-  while (std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-}
-
 // The default timer slack (50 us) lets the kernel end a sleep that much late; a stream's sleeps
 // model device time, so it asks for none.
 void use_precise_timers() {
@@ -42,6 +35,13 @@ void use_precise_timers() {
 }
 
 }  // namespace
+
+void wait_until_precisely(std::chrono::steady_clock::time_point deadline) {
+  if (deadline - std::chrono::steady_clock::now() > kSpinTail) {
+    std::this_thread::sleep_until(deadline - kSpinTail);
+  }
+  while (std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+}
 
 std::chrono::nanoseconds SimStreamModel::duration(const WorkCost& cost) const {
   const double compute_s = flops_per_s > 0 ? cost.flops / flops_per_s : 0.0;
@@ -70,6 +70,10 @@ SimStream::~SimStream() {
 void SimStream::push(Item item) {
   {
     std::unique_lock lock(mutex_);
+    if (capture_) {
+      record_in_capture(item);
+      return;
+    }
     not_full_.wait(lock, [this] { return items_.size() < kCapacity; });
     items_.push_back(std::move(item));
     queued_.fetch_add(1, std::memory_order_release);
@@ -169,6 +173,7 @@ void SimStream::fail(std::exception_ptr error) {
 
 template <class Body>
 void SimStream::hold(const WorkCost& cost, Body&& body) {
+  count_modelled(model_.duration(cost));
   if (segment_error_) return;  // downstream of a failure: skipped, like a poisoned op
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -198,6 +203,10 @@ void SimStream::process(Item& item) {
     case Kind::record:
       item.event->complete(std::exchange(segment_error_, nullptr),
                            steady_ns(std::chrono::steady_clock::now()));
+      break;
+    case Kind::graph:
+      run_graph(*item.graph);
+      item.graph.reset();
       break;
   }
 }

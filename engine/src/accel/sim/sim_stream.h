@@ -20,6 +20,8 @@
 //   caught up (like a full CUDA launch queue). This cannot deadlock: an event is recorded
 //   (enqueued) before any wait on it, so every wait names work that is already queued.
 // - An idle stream thread polls for work for kIdleSpin, then sleeps on `not_empty_` (0% CPU).
+// - While a device-graph capture is open (`capture_`), host items and copies go into it instead
+//   of the FIFO; a launch of the graph is one item (sim_device_graph.cc).
 #pragma once
 
 #include <atomic>
@@ -36,6 +38,7 @@
 #include <string>
 #include <thread>
 
+#include "sim_device_graph.h"
 #include "sim_event.h"
 #include "tandem/accel/stream.h"
 
@@ -49,6 +52,10 @@ struct SimStreamModel {
   // How long an item with `cost` is held.
   std::chrono::nanoseconds duration(const WorkCost& cost) const;
 };
+
+// Sleeps until shortly before `deadline`, then spins (yielding) up to it: how a stream holds
+// an item for its modelled duration without the coarseness of a sleep.
+void wait_until_precisely(std::chrono::steady_clock::time_point deadline);
 
 class SimStream final : public Stream {
  public:
@@ -75,21 +82,40 @@ class SimStream final : public Stream {
   // synchronize (a failed item, or a failed event this stream waited on), if any.
   void synchronize() override;
 
+  bool supports_graph_capture() const override { return true; }
+  void begin_graph_capture() override;
+  std::unique_ptr<DeviceGraph> end_graph_capture() override;
+  void abort_graph_capture() noexcept override;
+  // Enqueues one launch of a captured graph (SimDeviceGraph::launch).
+  void launch_graph(std::shared_ptr<const SimGraphItems> graph);
+
   const SimStreamModel& model() const { return model_; }
+  // The modelled clock: the sum of the modelled durations of the items this stream has held
+  // (host items, copies, graph launches; waits and records cost nothing), and how many launch
+  // latencies they paid (one per host item or copy, one per graph launch). Counted as each
+  // item ends; skipped items count as well, as a device would still launch them.
+  std::int64_t modelled_busy_ns() const {
+    return modelled_busy_ns_.load(std::memory_order_acquire);
+  }
+  std::uint64_t launches() const { return launches_.load(std::memory_order_acquire); }
 
  private:
-  enum class Kind : std::uint8_t { host, copy, wait, record };
+  enum class Kind : std::uint8_t { host, copy, wait, record, graph };
   struct Item {
     Kind kind = Kind::host;
-    std::function<void()> work;       // host
-    WorkCost cost;                    // host, copy
-    void* dst = nullptr;              // copy
-    const void* src = nullptr;        // copy
-    std::shared_ptr<SimEvent> event;  // wait, record
-    bool inherit_error = true;        // wait: a failed event fails this segment
+    std::function<void()> work;                  // host
+    WorkCost cost;                               // host, copy
+    void* dst = nullptr;                         // copy
+    const void* src = nullptr;                   // copy
+    std::shared_ptr<SimEvent> event;             // wait, record
+    bool inherit_error = true;                   // wait: a failed event fails this segment
+    std::shared_ptr<const SimGraphItems> graph;  // graph
   };
 
   void push(Item item);
+  // push() while a capture is open (mutex_ held): a host item or copy joins the capture;
+  // anything else throws tandem::Error.
+  void record_in_capture(Item& item);
   void push_wait(const EventRef& event, bool inherit_error);
   void run();
   void process(Item& item);
@@ -97,6 +123,9 @@ class SimStream final : public Stream {
   template <class Body>
   void hold(const WorkCost& cost, Body&& body);
   void fail(std::exception_ptr error);
+  // A graph launch: its items in order, one latency for all (sim_device_graph.cc).
+  void run_graph(const SimGraphItems& graph);
+  void count_modelled(std::chrono::nanoseconds duration) noexcept;
 
   const Device device_;
   const Queue queue_;
@@ -112,8 +141,11 @@ class SimStream final : public Stream {
   std::atomic<std::size_t> queued_{0};
   // How long an idle stream thread polls for work before it sleeps on not_empty_.
   static constexpr std::chrono::microseconds kIdleSpin{30};
-  bool stopping_ = false;          // guarded by mutex_
-  std::exception_ptr unreported_;  // guarded by mutex_: first failure since synchronize()
+  bool stopping_ = false;                   // guarded by mutex_
+  std::exception_ptr unreported_;           // guarded by mutex_: first failure since synchronize()
+  std::shared_ptr<SimGraphItems> capture_;  // guarded by mutex_: the open capture, if any
+  std::atomic<std::int64_t> modelled_busy_ns_{0};
+  std::atomic<std::uint64_t> launches_{0};
 
   std::exception_ptr segment_error_;  // stream thread only
   std::thread thread_;
