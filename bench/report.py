@@ -439,6 +439,7 @@ def render_multi_device(records, meta):
     lines = provenance(meta)
     lines += targets_table(records)
     data = [r for r in records if r.get("workload") in ("data_parallel",
+                                                         "data_parallel_no_buckets",
                                                          "data_parallel_exchange_at_step")]
     if data:
         rows = [[fmt_cell(r.get("devices")), r.get("exchange", "—"),

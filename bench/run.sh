@@ -96,13 +96,12 @@ run_suite() {
   binary=$(build_suite "$name") || return 1
   mkdir -p "$results"
   # The multi-device suite runs on a sim model slow enough that modelled device time dominates
-  # the host's real work, with one compute stream per device (two sim streams would each compute
-  # at the full rate, doubling one device's compute): docs/benchmarks.md, "multi_device". Every
-  # record repeats the model it ran with.
+  # the host's real work (a device's compute streams share its rate, so their number does not
+  # change its compute): docs/benchmarks.md, "multi_device". Every record repeats the model it
+  # ran with.
   local environment=()
   if [[ $name == multi_device ]]; then
-    environment=(TANDEM_SIM_DEVICES=4 TANDEM_SIM_GFLOPS=0.05 TANDEM_ACCEL_STREAMS=1
-      TANDEM_MAX_OPS_IN_FLIGHT=1024)
+    environment=(TANDEM_SIM_DEVICES=4 TANDEM_SIM_GFLOPS=0.05 TANDEM_MAX_OPS_IN_FLIGHT=1024)
   fi
   echo "run.sh: ${environment[*]} $binary ${quick[*]} --out bench/results/$name.json"
   env "${environment[@]}" "$binary" "${quick[@]}" --out "$results/$name.json" || {

@@ -24,7 +24,9 @@ struct AcceleratorConfig {
   // The sim cost model: an item on a sim stream lasts
   //   latency + max(flops / compute rate, bytes / bandwidth)
   // where bandwidth is the memory bandwidth on compute streams and the bus bandwidth on copy
-  // streams, or as long as its CPU body really takes when that is longer.
+  // streams, or as long as its CPU body really takes when that is longer. The compute streams of
+  // a device share its compute rate and memory bandwidth: while k items run on them, each
+  // progresses at 1/k of the rate. Each copy and comm stream has its bus rate to itself.
   double sim_gflops = 1000.0;        // compute rate, GFLOP/s
   double sim_memory_gbps = 500.0;    // device memory bandwidth, GB/s
   double sim_bus_gbps = 12.0;        // host<->device and peer bus, GB/s per direction

@@ -43,11 +43,14 @@ void wait_until_precisely(std::chrono::steady_clock::time_point deadline) {
   while (std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
 }
 
-std::chrono::nanoseconds SimStreamModel::duration(const WorkCost& cost) const {
+std::chrono::nanoseconds SimStreamModel::work(const WorkCost& cost) const {
   const double compute_s = flops_per_s > 0 ? cost.flops / flops_per_s : 0.0;
   const double transfer_s = bytes_per_s > 0 ? cost.bytes / bytes_per_s : 0.0;
-  const double work_ns = std::max(compute_s, transfer_s) * 1e9;
-  return latency + std::chrono::nanoseconds(static_cast<std::int64_t>(work_ns));
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::max(compute_s, transfer_s) * 1e9));
+}
+
+std::chrono::nanoseconds SimStreamModel::duration(const WorkCost& cost) const {
+  return latency + work(cost);
 }
 
 SimStream::SimStream(Device device, Queue queue, int index, std::string name, SimStreamModel model)
@@ -176,12 +179,28 @@ void SimStream::hold(const WorkCost& cost, Body&& body) {
   count_modelled(model_.duration(cost));
   if (segment_error_) return;  // downstream of a failure: skipped, like a poisoned op
   const auto start = std::chrono::steady_clock::now();
+  SimSharedRate* const shared = model_.shared_rate.get();
+  // The share starts with the body, so a body that really takes longer is not charged twice.
+  const SimSharedRate::Ticket ticket = shared ? shared->start(start, model_.work(cost)) : 0;
   try {
     body();
   } catch (...) {
     fail(std::current_exception());
   }
-  wait_until_precisely(start + model_.duration(cost));
+  if (!shared) {
+    wait_until_precisely(start + model_.duration(cost));
+    return;
+  }
+  // A finish time only moves later (other kernels start), so sleep until it and ask again.
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto share_ends = shared->finish_time(ticket, now);
+    if (share_ends <= now) {
+      wait_until_precisely(share_ends + model_.latency);
+      return;
+    }
+    wait_until_precisely(share_ends);
+  }
 }
 
 void SimStream::process(Item& item) {

@@ -4,11 +4,14 @@
 // A host item or a copy is *held* for its modelled duration
 //   latency + max(flops / compute rate, bytes / bandwidth)
 // (bandwidth: device memory on compute streams, the bus on copy and comm streams), or for as long
-// as its body really takes when that is longer. Holding sleeps until 100 us before the end and
-// spins, yielding, for the rest (a sleep alone overshoots by 30-80 us on a VM, ten times a short
-// kernel); an idle stream polls for work for 30 us before it sleeps, and a wait on an event
-// polls as long before it sleeps. That is at most ~160 us of CPU per item, given back through
-// the yields to the CPU work the streams overlap with; long items sleep for all but their tail.
+// as its body really takes when that is longer. The compute streams of one device share its rate
+// (SimSharedRate): while k items run on them, each gets 1/k of the rate, and the latency, which
+// is not shared, follows the shared part. A copy or comm stream has its rate to itself. Holding
+// sleeps until 100 us before the end and spins, yielding, for the rest (a sleep alone overshoots by
+// 30-80 us on a VM, ten times a short kernel); an idle stream polls for work for 30 us before it
+// sleeps, and a wait on an event polls as long before it sleeps. That is at most ~160 us of CPU per
+// item, given back through the yields to the CPU work the streams overlap with; long items sleep
+// for all but their tail.
 //
 // Invariants:
 // - Only the stream thread runs items, one at a time, in enqueue order.
@@ -40,6 +43,7 @@
 
 #include "sim_device_graph.h"
 #include "sim_event.h"
+#include "sim_shared_rate.h"
 #include "tandem/accel/stream.h"
 
 namespace tandem::detail {
@@ -49,7 +53,12 @@ struct SimStreamModel {
   double flops_per_s = 1e12;
   double bytes_per_s = 1e10;
   std::chrono::nanoseconds latency{5000};
-  // How long an item with `cost` is held.
+  // The device's compute capacity, shared with its other compute streams; null on copy and comm
+  // streams, which have their rate to themselves.
+  std::shared_ptr<SimSharedRate> shared_rate;
+  // How long an item with `cost` takes at the full rate, without the latency.
+  std::chrono::nanoseconds work(const WorkCost& cost) const;
+  // How long an item with `cost` is held when it has the rate to itself: latency + work.
   std::chrono::nanoseconds duration(const WorkCost& cost) const;
 };
 
@@ -119,7 +128,8 @@ class SimStream final : public Stream {
   void push_wait(const EventRef& event, bool inherit_error);
   void run();
   void process(Item& item);
-  // Runs `body` unless the segment has failed, then holds until `start + duration`.
+  // Runs `body` unless the segment has failed, then holds until the modelled end: `start +
+  // duration`, or on a shared rate, the end of its share plus the latency.
   template <class Body>
   void hold(const WorkCost& cost, Body&& body);
   void fail(std::exception_ptr error);
