@@ -38,7 +38,7 @@ VarState* acquire_var_state() {
 void release_var_state(VarState* var) noexcept {
   TANDEM_ASSERT(var->idle(), "a var went back to its pool while ops held or waited for it");
   var->head = var->tail = nullptr;
-  var->read_state.store(0, std::memory_order_relaxed);
+  var->active_reads = 0;
   var->write_active = false;
   var->poison.reset();
   var->clear_fences();

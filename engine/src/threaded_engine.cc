@@ -212,12 +212,8 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
   for (std::uint32_t i = 0; i < op->num_slots; ++i) {
     VarSlot& slot = op->slots[i];
     VarState* var = slot.var;
-    // A read that is not the last, or leaves nothing waiting, grants nothing: it ends with one
-    // atomic decrement and no lock (var_state.h), so the readers of a fan-out and the pushes
-    // queueing more of them do not pass the var's lock around.
-    if (!slot.write && !var->end_read()) continue;
     var->lock.lock();
-    VarSlot* granted = slot.write ? var->end_write() : var->grant_after_last_read();
+    VarSlot* granted = var->release(slot.write);
     var->lock.unlock();
     while (granted != nullptr) {
       // Read the link first: once dispatched, the granted op may finish and be recycled.

@@ -89,7 +89,7 @@ std::string EngineCore::describe_var_wait(VarState* var, bool for_write) {
         holder_vars.push_back(holder->slots[i].var);
       }
     }
-    const std::uint32_t readers = var->active_reads();
+    const std::uint32_t readers = var->active_reads;
     for (const VarSlot* slot = var->head; slot != nullptr; slot = slot->next) {
       if (slot->op->is_waiter) continue;
       if (queued++ < kMaxQueuedShown) {
