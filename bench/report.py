@@ -208,6 +208,17 @@ def metg_tables(records, workload="metg_stencil_1d", pattern="stencil_1d", radix
     lines += [f"Efficiency per task granularity, {pattern} (task work / (wall × cores available "
               "in the same round), median of the rounds):", ""]
     lines += table(header, rows)
+    shapes = []
+    for r in metg:
+        if "monotonic_within_noise" not in r:
+            continue
+        dips = r.get("dips_beyond_noise", [])
+        text = "monotonic within noise" if not dips else "dips " + ", ".join(
+            f"{d['drop']:.2f} from {d['from_ns']:,.0f} to {d['to_ns']:,.0f} ns" for d in dips)
+        shapes.append(f"{r['system']}: {text}")
+    if shapes:
+        lines += ["Curve shape (a dip: a coarser point whose best round is below a finer point's "
+                  "worst round): " + "; ".join(shapes) + ".", ""]
     available = sorted(p.get("available_cores", 0) for p in metg[0].get("efficiency", []))
     cores = metg[0].get("cores", 0)
     if available and cores and available[len(available) // 2] < 0.75 * cores:

@@ -35,6 +35,8 @@ constexpr std::chrono::milliseconds kIdleWindow{1000};
 // Backpressure bound for the push_cost engine: above any run's op count, so push never blocks
 // and the number is the cost of push itself.
 constexpr std::size_t kUnboundedInFlight = std::size_t{1} << 24;
+// Pause before every run of a METG sweep point (see measure_metg_point).
+constexpr std::chrono::milliseconds kSettleBeforeMetgRun{2};
 
 EngineConfig config_of(EngineKind kind) {
   // From the environment, so TANDEM_SPIN_US and friends can be tried without rebuilding; every
@@ -304,13 +306,21 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_metg_point(
   // in each round. Each system's run is compared with the probe of its own round, so a burst
   // of load from another process affects both sides of the ratio.
   const int cores = cores_;
-  const double probe_ns = plan.peak_probe_ns;
+  const double probe_ns = granularity_ns * static_cast<double>(tasks);  // the run's own work
   entrants.push_back({"peak_probe", [=] { return run_peak_probe(cores, probe_ns); }});
+  // Each run starts after a pause in which the threads of the run before have gone idle
+  // (tandem's drainers spin 50 us, StarPU's workers and oneTBB's threads longer): otherwise the
+  // run, and the probe above all, shares the cores with the previous system's spinning threads.
+  for (Entrant& entrant : entrants) {
+    entrant.run_once = [run = std::move(entrant.run_once)] {
+      std::this_thread::sleep_for(kSettleBeforeMetgRun);
+      return run();
+    };
+  }
   const std::vector<Timing> timings = run_side_by_side(pattern.workload(), entrants, repetitions_);
   std::vector<double> cores_per_round;
   for (double probe_wall_ns : timings.back().samples_ns) {
-    cores_per_round.push_back(
-        std::min<double>(cores_, available_cores(cores_, probe_ns, probe_wall_ns)));
+    cores_per_round.push_back(std::min<double>(cores_, available_cores(probe_ns, probe_wall_ns)));
   }
   const double peak = median(cores_per_round);
 
@@ -325,8 +335,10 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_metg_point(
       per_round.push_back(
           efficiency(granularity_ns, tasks, timing.samples_ns[round], cores_per_round[round]));
     }
-    EfficiencyPoint point{granularity_ns, tasks, timing.median_ns, peak, 0.0, 0.0};
+    EfficiencyPoint point{granularity_ns, tasks, timing.median_ns, peak, 0.0, 0.0, 0.0, 0.0};
     point.efficiency = median(per_round);
+    point.efficiency_low = *std::min_element(per_round.begin(), per_round.end());
+    point.efficiency_high = *std::max_element(per_round.begin(), per_round.end());
     point.nominal_efficiency = efficiency(granularity_ns, tasks, timing.median_ns, cores_);
     points[timing.system] = point;
     std::cout << "  " << timing.system << " " << std::setprecision(1) << 100.0 * point.efficiency
@@ -345,7 +357,13 @@ void EngineSuite::record_metg(const TaskBenchPattern& pattern, const std::string
                       {"wall_ns", point.wall_ns},
                       {"available_cores", point.available_cores},
                       {"efficiency", point.efficiency},
+                      {"efficiency_low", point.efficiency_low},
+                      {"efficiency_high", point.efficiency_high},
                       {"nominal_efficiency", point.nominal_efficiency}});
+  }
+  nlohmann::json dips = nlohmann::json::array();
+  for (const EfficiencyDip& dip : dips_beyond_noise(curve)) {
+    dips.push_back({{"from_ns", dip.from_ns}, {"to_ns", dip.to_ns}, {"drop", dip.drop}});
   }
   auto to_json = [](const std::optional<Metg>& metg) {
     return metg ? nlohmann::json(metg->granularity_ns) : nlohmann::json();
@@ -364,6 +382,9 @@ void EngineSuite::record_metg(const TaskBenchPattern& pattern, const std::string
                 {"width", width},
                 {"repetitions", repetitions_},
                 {"cores", cores_},
+                {"monotonic_within_noise", dips.empty()},
+                {"dips_beyond_noise_count", dips.size()},
+                {"dips_beyond_noise", dips},
                 {"efficiency", points}});
   std::cout << "  METG(50%) " << std::left << std::setw(10) << system << std::right;
   if (metg) {
@@ -371,6 +392,11 @@ void EngineSuite::record_metg(const TaskBenchPattern& pattern, const std::string
               << " ns\n";
   } else {
     std::cout << "not reached (efficiency < 50% at every granularity)\n";
+  }
+  for (const auto& dip : dips) {
+    std::cout << "    dips beyond noise: " << std::setprecision(2) << dip["drop"].get<double>()
+              << " from " << std::setprecision(0) << dip["from_ns"].get<double>() << " ns to "
+              << dip["to_ns"].get<double>() << " ns\n";
   }
 }
 

@@ -65,7 +65,7 @@ class EngineSuite {
   // replay_suite.cc: capture and replay (replay_workloads.h).
   void measure_replay_ns_per_op();
   void measure_chain_plus_independent();
-  // The METG sweep of one Task Bench pattern (engine_suite_metg.cc).
+  // The METG sweep of one Task Bench pattern.
   void measure_metg(const TaskBenchPattern& pattern);
   // One sweep point: every system's efficiency at granularity ~`wanted_ns`.
   std::map<std::string, EfficiencyPoint> measure_metg_point(const MetgPlan& plan,

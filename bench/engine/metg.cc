@@ -20,7 +20,6 @@ MetgPlan make_metg_plan(bool quick, int cores) {
     plan.max_steps = 250;
     plan.min_steps = 10;
     plan.target_wall_ns = 20e6;
-    plan.peak_probe_ns = 10e6;
   } else {
     for (double decade = 100.0; decade < 1e6; decade *= 10) {
       for (double mantissa : {1.0, 2.0, 5.0}) plan.granularities_ns.push_back(decade * mantissa);
@@ -29,7 +28,6 @@ MetgPlan make_metg_plan(bool quick, int cores) {
     plan.max_steps = 1000;
     plan.min_steps = 20;
     plan.target_wall_ns = 100e6;
-    plan.peak_probe_ns = 20e6;
   }
   return plan;
 }
@@ -53,6 +51,21 @@ std::optional<Metg> min_effective_granularity(const std::vector<EfficiencyPoint>
     return Metg{std::exp(log_g), false};
   }
   return std::nullopt;
+}
+
+std::vector<EfficiencyDip> dips_beyond_noise(const std::vector<EfficiencyPoint>& curve) {
+  std::vector<EfficiencyDip> dips;
+  const EfficiencyPoint* highest_floor = nullptr;  // the finer point with the highest low
+  for (const EfficiencyPoint& point : curve) {
+    if (highest_floor != nullptr && point.efficiency_high < highest_floor->efficiency_low) {
+      dips.push_back({highest_floor->granularity_ns, point.granularity_ns,
+                      highest_floor->efficiency_low - point.efficiency_high});
+    }
+    if (highest_floor == nullptr || point.efficiency_low > highest_floor->efficiency_low) {
+      highest_floor = &point;
+    }
+  }
+  return dips;
 }
 
 }  // namespace tandem::bench

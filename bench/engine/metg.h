@@ -23,8 +23,6 @@ struct MetgPlan {
   // At coarse granularities a run is cut to about this much wall time (ideal, at 100%
   // efficiency) rather than max_steps, so the sweep's slow end stays affordable.
   double target_wall_ns = 0.0;
-  // Calibrated work per thread of the peak probe run in every round (available_cores.h).
-  double peak_probe_ns = 0.0;
 
   // Steps of the stencil for one run at granularity `g` on `cores` cores.
   std::size_t steps_for(double granularity_ns, int cores) const;
@@ -40,6 +38,10 @@ struct EfficiencyPoint {
   double available_cores = 0.0;     // the peak probe's median in the same rounds
   double efficiency = 0.0;          // against available_cores
   double nominal_efficiency = 0.0;  // against the core count
+  // The lowest and highest of the rounds' efficiencies (against each round's own probe): the
+  // noise band of `efficiency`.
+  double efficiency_low = 0.0;
+  double efficiency_high = 0.0;
 };
 
 double efficiency(double granularity_ns, std::size_t tasks, double wall_ns, double cores);
@@ -57,5 +59,20 @@ struct Metg {
 std::optional<Metg> min_effective_granularity(
     const std::vector<EfficiencyPoint>& curve, double threshold = 0.5,
     double EfficiencyPoint::*measure = &EfficiencyPoint::efficiency);
+
+// A dip of an efficiency curve beyond its noise: a coarser granularity `to_ns` whose best round
+// is below the worst round of a finer one, `from_ns`. Efficiency can only grow with task size
+// for a scheduler whose per-task cost does not depend on it, so such a dip points at a
+// pathology (a wake-up or hand-off that costs more at some granularities), or at a burst of
+// load from another process in that point's rounds.
+struct EfficiencyDip {
+  double from_ns = 0.0;
+  double to_ns = 0.0;
+  double drop = 0.0;  // from's efficiency_low - to's efficiency_high, > 0
+};
+
+// Every point that dips beyond noise below an earlier (finer) one, each against the finer
+// point whose worst round is highest; empty for a curve monotonic within noise.
+std::vector<EfficiencyDip> dips_beyond_noise(const std::vector<EfficiencyPoint>& curve);
 
 }  // namespace tandem::bench
