@@ -58,6 +58,13 @@ TEST_CASE("waits with a timeout throw TimeoutError naming the op that never comp
   Completion held;
   push_held(*engine, v, held, mutex, "never completes");
   engine->push([] {}, cpu(), {v}, {w}, {.name = "reads v"});
+  // The reports below describe an op that waits for its Completion: let it start first (on a
+  // loaded machine a worker may take longer than the waits' timeouts to run it, and a test that
+  // gave up then would leave an op in flight that nobody completes).
+  REQUIRE(eventually_true([&] {
+    std::lock_guard lock(mutex);
+    return held.pending();
+  }));
 
   // w's writer waits for v, which the async op holds: the report follows that chain.
   const std::string on_w = error_of([&] { engine->wait_for_var(w, 100ms); });
@@ -133,9 +140,15 @@ TEST_CASE("the watchdog logs what a long wait is blocked on, and the wait goes o
   Completion held;
   push_held(*engine, v, held, mutex, "slow to complete");
   std::thread completer([&] {
+    // Completes 300 ms after the op started (not after it was pushed: on a loaded machine the
+    // op may start late), so that the 50 ms watchdog sees it waiting for its Completion.
+    const bool started = eventually_true([&] {
+      std::lock_guard lock(mutex);
+      return held.pending();
+    });
     std::this_thread::sleep_for(300ms);
     std::lock_guard lock(mutex);
-    held();
+    if (started) held();
   });
   CHECK_NOTHROW(engine->wait_for_var(v));  // no timeout: it waits until the completion
   completer.join();
