@@ -11,7 +11,7 @@
 
 namespace tandem::nd::detail {
 
-thread_local OpTrace* active_op_trace = nullptr;
+constinit thread_local OpTrace* active_op_trace = nullptr;
 
 std::string constant_name(std::size_t index) {
   return kConstantPrefix + std::to_string(index);

@@ -28,7 +28,9 @@ namespace tandem::nd::detail {
 class OpTrace;
 
 // The trace of the calling thread, or null (the common case).
-extern thread_local OpTrace* active_op_trace;
+// constinit: no dynamic initializer, so reading it is a plain TLS access (no init-function
+// check).
+extern constinit thread_local OpTrace* active_op_trace;
 inline OpTrace* active_trace() {
   return active_op_trace;
 }
