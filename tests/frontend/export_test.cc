@@ -187,6 +187,20 @@ TEST_SUITE("frontend.export") {
     }
   }
 
+  TEST_CASE("a hybridized block exports its ops, not its replays") {
+    nn::Sequential net = export_models::mlp();
+    net.initialize(nn::Xavier());
+    net.hybridize();
+    const NDArray x = random_input({4, 5}, cpu(), 18);
+    (void)net(x);
+    (void)net(x);  // recorded and replayed by now
+    ScratchDir dir;
+    const nn::ExportedFiles files = nn::export_block(net, x, dir.file("hybrid"));
+    const auto model = nn::ImportedBlock::load(files.graph, files.params);
+    CHECK(model->num_nodes() > 0);
+    check_bitwise_equal((*model)(x), net(x).copy());
+  }
+
   TEST_CASE("arrays a block holds are saved as constants") {
     OffsetBlock net(cpu());
     check_round_trip(net, random_input({2, 3}, cpu(), 10));
