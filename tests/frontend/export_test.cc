@@ -305,6 +305,15 @@ TEST_SUITE("frontend.export") {
     write_json(broken, graph);
     check_contains(error_of([&] { nn::ImportedBlock::load(broken, params); }),
                    "reads the id 12345, which no earlier entry defines");
+    graph = read_json(mlp.files.graph);
+    REQUIRE(graph["nodes"][0]["op"] == "transpose");
+    graph["nodes"][0]["attrs"]["axes"] = "backwards";
+    write_json(broken, graph);
+    const auto model = nn::ImportedBlock::load(broken, params);
+    check_contains(error_of([&] {
+                     (*model)(random_input({4, 5}, cpu(), 19));
+                   }),
+                   "node 0 (transpose) has a malformed attribute");
   }
 
   TEST_CASE("an op this build lacks is named with its node") {

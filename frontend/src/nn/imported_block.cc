@@ -332,14 +332,15 @@ nd::NDArray ImportedBlock::forward(const nd::NDArray& x) {
   }
   for (const auto& [id, constant] : p.constants) values[static_cast<std::size_t>(id)] = constant;
   std::vector<nd::NDArray> inputs;
-  for (const ProgramNode& node : p.nodes) {
+  for (std::size_t index = 0; index < p.nodes.size(); ++index) {
+    const ProgramNode& node = p.nodes[index];
     inputs.clear();
     for (int id : node.inputs) inputs.push_back(values[static_cast<std::size_t>(id)]);
     try {
       values[static_cast<std::size_t>(node.output)] = node.run->run(node.attrs, inputs);
     } catch (const json::exception& e) {
-      throw Error("tandem: ImportedBlock '" + p.graph_path + "': node " + node.op +
-                  " has a malformed attribute: " + e.what());
+      throw Error("tandem: ImportedBlock '" + p.graph_path + "': node " + std::to_string(index) +
+                  " (" + node.op + ") has a malformed attribute: " + e.what());
     }
   }
   return values[static_cast<std::size_t>(p.output_id)];

@@ -20,7 +20,8 @@
 // is wrong: a file that is missing or not JSON, another format or version, a node whose op this
 // build lacks ("op 'x' (node 7) is not known to this build"), a malformed node, a parameter or
 // constant that the params file lacks, has in excess, or has with another shape or dtype (both
-// named). forward throws tandem::Error for an input of another dtype or shape.
+// named). forward throws tandem::Error for an input of another dtype or shape, and for a node
+// attribute of the wrong type (named with its node: attributes are read when the node runs).
 #pragma once
 
 #include <memory>
