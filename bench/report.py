@@ -541,7 +541,8 @@ def replace_section(doc, suite, body):
 # --- the graph suite -------------------------------------------------------------------------
 
 
-GRAPH_SYSTEMS = ["eager", "hybridized", "hybridized_copied", "plain_loops"]
+GRAPH_SYSTEMS = ["eager", "hybridized", "hybridized_copied", "plain_loops", "jax_jit",
+                 "jax_eager"]
 
 
 def render_graph(records, meta):
@@ -558,15 +559,17 @@ def render_graph(records, meta):
 
         lines += ["**hybridize_mlp** (d2l 8.1): forward calls of a small MLP, eager vs "
                   "`net.hybridize()` (recorded once, replayed), the same with each output copied "
-                  "(`net(x).copy()`: keeping every result), and the floor: the same layers as "
-                  "plain C++ loops over OpenBLAS on one thread; waiting once at the end, the best "
-                  "of interleaved rounds.", ""]
-        lines += table(["model", "device", "calls"] + GRAPH_SYSTEMS +
-                       ["eager / hybridized", "hybridized / plain loops"],
-                       [[sample.get("model", "—"), sample.get("device", "—"),
-                         fmt_cell(sample.get("calls"))] +
+                  "(`net(x).copy()`: keeping every result), the floor: the same layers as "
+                  "plain C++ loops over OpenBLAS on one thread, and the peer: the same network in "
+                  "JAX on the CPU under `jax.jit` and eager (bench/graph/jax_peer.py, in the "
+                  "suite's private venv); waiting once at the end, the best of interleaved "
+                  "rounds. A skipped peer shows —.", ""]
+        lines += table(["model", "calls"] + GRAPH_SYSTEMS +
+                       ["eager / hybridized", "hybridized / plain loops", "hybridized / jax_jit"],
+                       [[sample.get("model", "—"), fmt_cell(sample.get("calls"))] +
                         [fmt_s(seconds[name]) for name in GRAPH_SYSTEMS] +
-                        [ratio("eager", "hybridized"), ratio("hybridized", "plain_loops")]])
+                        [ratio("eager", "hybridized"), ratio("hybridized", "plain_loops"),
+                         ratio("hybridized", "jax_jit")]])
     return "\n".join(lines).rstrip() + "\n"
 
 

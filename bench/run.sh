@@ -5,7 +5,7 @@
 #   bench/run.sh engine             # the full run (~2 min on 2 quiet cores)
 #   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX
 #   bench/run.sh multi_device --quick   # data, pipeline and model parallel on sim devices
-#   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized forward calls
+#   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized vs jax.jit forward calls
 #   bench/run.sh all                # engine, frontend, overlap and training
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
 #
@@ -111,7 +111,12 @@ run_suite() {
   }
   if [[ $name == training ]]; then
     # The JAX peer, in its own virtual environment, adds its records and the targets.
-    bash "$repo/bench/training/peer_jax.sh" "$results/$name.json" "$repo/data/digits" \
+    bash "$repo/bench/peer_jax.sh" "$repo/bench/training/jax_peer.py" "$results/$name.json" \
+      --digits "$repo/data/digits" "${quick[@]}" ||
+      echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
+  elif [[ $name == graph ]]; then
+    # The same MLP under jax.jit (and eager JAX), side by side with hybridize.
+    bash "$repo/bench/peer_jax.sh" "$repo/bench/graph/jax_peer.py" "$results/$name.json" \
       "${quick[@]}" || echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
   fi
   python3 "$repo/bench/report.py" --record-run "$name" \

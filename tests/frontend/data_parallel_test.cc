@@ -18,17 +18,6 @@ namespace {
 namespace nn = tandem::nn;
 using namespace std::chrono_literals;
 
-template <class Body>
-std::string error_of(Body&& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("no tandem::Error was thrown");
-  return {};
-}
-
 std::vector<Device> sim_devices(int count) {
   std::vector<Device> devices;
   for (int i = 0; i < count; ++i) devices.push_back(sim(i));
