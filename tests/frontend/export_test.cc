@@ -63,23 +63,6 @@ void write_json(const std::string& path, const json& document) {
   std::ofstream(path) << document.dump(1);
 }
 
-// The message of the tandem::Error that `action` throws ("" and a failed check if none).
-template <class F>
-std::string error_of(F&& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL_CHECK("no tandem::Error was thrown");
-  return "";
-}
-
-void check_contains(const std::string& text, const std::string& part) {
-  INFO("message: ", text);
-  CHECK(text.find(part) != std::string::npos);
-}
-
 // An exported MLP, for the error cases.
 struct ExportedMlp {
   ScratchDir dir;
@@ -274,7 +257,7 @@ TEST_SUITE("frontend.export") {
                       " " + dir.file("input.tnd") + " " + dir.file("output.tnd") + " " + device);
       INFO("output: ", result.output);
       REQUIRE(result.exit_code == 0);
-      check_contains(result.output, "ran ");
+      CHECK(contains(result.output, "ran "));
       check_bitwise_equal(nd::load_array(dir.file("output.tnd"), on), net(input));
     }
   }
@@ -282,38 +265,37 @@ TEST_SUITE("frontend.export") {
   TEST_CASE("a graph file that is missing, not JSON, or of another format or version") {
     ExportedMlp mlp;
     const std::string& params = mlp.files.params;
-    check_contains(error_of([&] { nn::ImportedBlock::load(mlp.dir.file("none.json"), params); }),
-                   "none.json");
+    check_error([&] { nn::ImportedBlock::load(mlp.dir.file("none.json"), params); }, {"none.json"});
     const std::string broken = mlp.dir.file("broken.json");
     std::ofstream(broken) << "{\"format\": \"tandem-graph\", ";
-    check_contains(error_of([&] { nn::ImportedBlock::load(broken, params); }),
-                   "broken.json': is not a JSON object");
+    check_error([&] { nn::ImportedBlock::load(broken, params); },
+                {"broken.json': is not a JSON object"});
 
     json graph = read_json(mlp.files.graph);
     graph["format"] = "onnx";
     write_json(broken, graph);
-    check_contains(error_of([&] { nn::ImportedBlock::load(broken, params); }),
-                   "is not a tandem graph (format \"onnx\"");
+    check_error([&] { nn::ImportedBlock::load(broken, params); },
+                {"is not a tandem graph (format \"onnx\""});
     graph = read_json(mlp.files.graph);
     graph["version"] = 99;
     write_json(broken, graph);
-    const std::string version = error_of([&] { nn::ImportedBlock::load(broken, params); });
-    check_contains(version, "version 99");
-    check_contains(version, "reads version 1 only");
+    check_error([&] { nn::ImportedBlock::load(broken, params); },
+                {"version 99", "reads version 1 only"});
     graph = read_json(mlp.files.graph);
     graph["nodes"][0]["inputs"] = json::array({12345});
     write_json(broken, graph);
-    check_contains(error_of([&] { nn::ImportedBlock::load(broken, params); }),
-                   "reads the id 12345, which no earlier entry defines");
+    check_error([&] { nn::ImportedBlock::load(broken, params); },
+                {"reads the id 12345, which no earlier entry defines"});
     graph = read_json(mlp.files.graph);
     REQUIRE(graph["nodes"][0]["op"] == "transpose");
     graph["nodes"][0]["attrs"]["axes"] = "backwards";
     write_json(broken, graph);
     const auto model = nn::ImportedBlock::load(broken, params);
-    check_contains(error_of([&] {
-                     (*model)(random_input({4, 5}, cpu(), 19));
-                   }),
-                   "node 0 (transpose) has a malformed attribute");
+    check_error(
+        [&] {
+          (*model)(random_input({4, 5}, cpu(), 19));
+        },
+        {"node 0 (transpose) has a malformed attribute"});
   }
 
   TEST_CASE("an op this build lacks is named with its node") {
@@ -322,8 +304,8 @@ TEST_SUITE("frontend.export") {
     graph["nodes"][2]["op"] = "fancy_gelu";
     const std::string path = mlp.dir.file("unknown.json");
     write_json(path, graph);
-    check_contains(error_of([&] { nn::ImportedBlock::load(path, mlp.files.params); }),
-                   "op 'fancy_gelu' (node 2) is not known to this build");
+    check_error([&] { nn::ImportedBlock::load(path, mlp.files.params); },
+                {"op 'fancy_gelu' (node 2) is not known to this build"});
   }
 
   TEST_CASE("a missing, extra or mismatching parameter is named with both sides") {
@@ -333,52 +315,53 @@ TEST_SUITE("frontend.export") {
 
     nd::NamedArrays missing(arrays.begin() + 1, arrays.end());
     nd::save(path, missing);
-    check_contains(error_of([&] { nn::ImportedBlock::load(mlp.files.graph, path); }),
-                   "the parameter '0.weight' is missing");
+    check_error([&] { nn::ImportedBlock::load(mlp.files.graph, path); },
+                {"the parameter '0.weight' is missing"});
 
     nd::NamedArrays extra = arrays;
     extra.emplace_back("3.weight", nd::ones({2, 2}));
     nd::save(path, extra);
-    check_contains(error_of([&] { nn::ImportedBlock::load(mlp.files.graph, path); }),
-                   "the extra array '3.weight'");
+    check_error([&] { nn::ImportedBlock::load(mlp.files.graph, path); },
+                {"the extra array '3.weight'"});
 
     nd::NamedArrays reshaped = arrays;
     reshaped[1].second = nd::ones({17});
     nd::save(path, reshaped);
-    check_contains(error_of([&] { nn::ImportedBlock::load(mlp.files.graph, path); }),
-                   "'0.bias' has shape 17 float32 in the params file, but the graph expects 16 "
-                   "float32");
+    check_error([&] { nn::ImportedBlock::load(mlp.files.graph, path); },
+                {"'0.bias' has shape 17 float32 in the params file, but the graph expects 16 "
+                 "float32"});
 
     nd::NamedArrays retyped = arrays;
     retyped[1].second = nd::ones({16}, nd::float64);
     nd::save(path, retyped);
-    check_contains(error_of([&] { nn::ImportedBlock::load(mlp.files.graph, path); }),
-                   "16 float64 in the params file");
+    check_error([&] { nn::ImportedBlock::load(mlp.files.graph, path); },
+                {"16 float64 in the params file"});
   }
 
   TEST_CASE("an input of another dtype or feature shape is refused; another batch size runs") {
     ExportedMlp mlp;
     const auto model = nn::ImportedBlock::load(mlp.files.graph, mlp.files.params);
     CHECK((*model)(random_input({11, 5}, cpu(), 15)).shape() == Shape{11, 3});
-    check_contains(error_of([&] {
-                     (*model)(random_input({4, 6}, cpu(), 16));
-                   }),
-                   "the input has shape 4x6 float32, but the graph was exported for 4x5 float32");
-    check_contains(error_of([&] { (*model)(nd::ones({4, 5}, nd::float64)); }), "4x5 float64");
+    check_error(
+        [&] {
+          (*model)(random_input({4, 6}, cpu(), 16));
+        },
+        {"the input has shape 4x6 float32, but the graph was exported for 4x5 float32"});
+    check_error([&] { (*model)(nd::ones({4, 5}, nd::float64)); }, {"4x5 float64"});
   }
 
   TEST_CASE("a forward with an op a graph cannot hold cannot be exported") {
     ScratchDir dir;
     const NDArray x = random_input({2, 3}, cpu(), 17);
     CustomOpBlock custom;
-    check_contains(error_of([&] { nn::export_block(custom, x, dir.file("custom")); }),
-                   "the op 'my_scale' cannot be exported: it is an op of your own");
+    check_error([&] { nn::export_block(custom, x, dir.file("custom")); },
+                {"the op 'my_scale' cannot be exported: it is an op of your own"});
     RandomBlock random;
-    check_contains(error_of([&] { nn::export_block(random, x, dir.file("random")); }),
-                   "the op 'random.uniform' cannot be exported");
+    check_error([&] { nn::export_block(random, x, dir.file("random")); },
+                {"the op 'random.uniform' cannot be exported"});
     InPlaceBlock in_place;
-    check_contains(error_of([&] { nn::export_block(in_place, x, dir.file("in_place")); }),
-                   "cannot be exported: in-place writes are not traced");
+    check_error([&] { nn::export_block(in_place, x, dir.file("in_place")); },
+                {"cannot be exported: in-place writes are not traced"});
   }
 }
 
