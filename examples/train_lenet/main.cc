@@ -3,6 +3,11 @@
 //
 //   build/examples/train_lenet/train_lenet [--model lenet|mlp] [--device cpu|sim0|cuda0]
 //       [--epochs N] [--batch-size N] [--optimizer sgd|adam] [--lr X] [--data DIR] [--quick]
+//       [--export PREFIX]
+//
+// --export PREFIX: after training, nn::export_block writes PREFIX-graph.json and
+// PREFIX-params.tnd (the network alone: it takes standardized images when --standardize is on),
+// loads them back as an nn::ImportedBlock and prints its test accuracy.
 //
 // The data set comes from scripts/fetch-digits.sh (data/digits). The loop (training.h) never
 // waits inside an epoch; the end-of-epoch print is its only sync point. The models are in
@@ -23,6 +28,7 @@ struct Flags {
   int epochs = 20;
   bool cosine = true;
   std::string data_dir = TANDEM_DIGITS_DIR;
+  std::string export_prefix;  // empty: no export
 };
 
 int usage() {
@@ -30,7 +36,8 @@ int usage() {
                "usage: train_lenet [--model %s] [--device cpu|sim0|cuda0] [--epochs N]\n"
                "                   [--batch-size N] [--optimizer sgd|adam] [--lr X] [--wd X]\n"
                "                   [--shift PIXELS] [--schedule cosine|constant]\n"
-               "                   [--standardize on|off] [--seed N] [--data DIR] [--quick]\n",
+               "                   [--standardize on|off] [--seed N] [--data DIR] [--quick]\n"
+               "                   [--export PREFIX]\n",
                tandem::examples::model_names().c_str());
   return 2;
 }
@@ -88,6 +95,8 @@ int main(int argc, char** argv) {
       flags.training.seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (flag == "--data" && has_value) {
       flags.data_dir = argv[++i];
+    } else if (flag == "--export" && has_value) {
+      flags.export_prefix = argv[++i];
     } else {
       return usage();
     }
@@ -118,6 +127,17 @@ int main(int argc, char** argv) {
       const tandem::examples::EpochResult result = training.run_epoch();
       std::printf("%6d %10.4f %10.4f %10.4f %7.3f s\n", result.epoch, result.loss,
                   result.train_accuracy, result.test_accuracy, result.seconds);
+    }
+    if (!flags.export_prefix.empty()) {
+      const tandem::nn::ExportedFiles files = tandem::nn::export_block(
+          training.net(), training.test_images().slice(0, 64), flags.export_prefix);
+      const auto model =
+          tandem::nn::ImportedBlock::load(files.graph, files.params, flags.training.device);
+      const double accuracy =
+          tandem::nd::accuracy((*model)(training.test_images()), training.test_labels())
+              .scalar<double>();
+      std::printf("exported %s and %s (%zu ops); loaded back, test accuracy %.4f\n",
+                  files.graph.c_str(), files.params.c_str(), model->num_nodes(), accuracy);
     }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "train_lenet: %s\n", error.what());

@@ -181,6 +181,9 @@ class DigitsTraining {
   }
 
   nn::Block& net() { return *net_; }
+  // The test set on the device, as the network sees it (standardized when that is on).
+  const nd::NDArray& test_images() const { return test_images_; }
+  const nd::NDArray& test_labels() const { return test_labels_; }
   nn::Trainer& trainer() { return *trainer_; }
 
  private:

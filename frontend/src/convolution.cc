@@ -6,6 +6,7 @@
 #include "access.h"
 #include "autograd/tape.h"
 #include "checks.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/reduce.h"
@@ -138,10 +139,11 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
   const char* op = "conv2d";
   Engine& engine = bias.defined() ? detail::check_same_place(op, {&x, &weight, &bias})
                                   : detail::check_same_place(op, {&x, &weight});
-  const bool record = bias.defined() ? autograd::should_record({&x, &weight, &bias})
-                                     : autograd::should_record({&x, &weight});
+  const bool record = bias.defined() ? autograd::detail::should_record({&x, &weight, &bias})
+                                     : autograd::detail::should_record({&x, &weight});
   // The dense copies below are the op's own business, not nodes of the graph.
   const auto paused = autograd::pause(autograd::is_training());
+  const detail::TracePause trace_paused;
   check_floating_same(op, x, weight);
   const Conv2dGeometry g = geometry(op, x.shape(), weight.shape(), options);
   if (bias.defined()) {
@@ -160,6 +162,7 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
         k.conv2d(s, v[0], v[1], v[2], v[3], g);
       });
   if (record) record_conv2d(x, weight, bias, options, out);
+  if (auto* trace = trace_paused.trace()) trace->conv2d(x, weight, bias, options, out);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "autograd/tape.h"
 #include "checks.h"
 #include "elementwise.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/nd/ndarray.h"
 #include "transfer.h"
@@ -30,6 +31,7 @@ NDArray copy_as(const NDArray& source, DType dtype, Device device, const char* o
     detail::push_transfer(dense(source), out, op);
   }
   if (autograd::is_recording()) autograd::detail::record_copy(op, source, out);
+  if (auto* trace = detail::active_trace()) trace->copy(op, source, out);
   return out;
 }
 

@@ -8,6 +8,8 @@
 #include "autograd/tape.h"
 #include "checks.h"
 #include "elementwise.h"
+#include "op_dispatch.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/ops/convert.h"
 
@@ -27,6 +29,7 @@ NDArray binary(BinaryOp op, const NDArray& a, const NDArray& b) {
   NDArray out = detail::allocate_array(engine, shape, a.dtype(), a.device(), name);
   detail::push_binary(op, a, b, out);
   if (autograd::is_recording()) autograd::detail::record_binary(op, a, b, out);
+  if (auto* trace = detail::active_trace()) trace->binary(op, a, b, out);
   return out;
 }
 
@@ -47,6 +50,7 @@ NDArray binary_scalar(BinaryOp op, const NDArray& a, double scalar, bool scalar_
   detail::push_binary_scalar(op, a, scalar, scalar_first, out);
   if (autograd::is_recording())
     autograd::detail::record_binary_scalar(op, a, scalar, scalar_first, out);
+  if (auto* trace = detail::active_trace()) trace->binary_scalar(op, a, scalar, scalar_first, out);
   return out;
 }
 
@@ -57,6 +61,7 @@ NDArray unary(UnaryOp op, const NDArray& x) {
   NDArray out = detail::allocate_array(x.engine(), x.shape(), x.dtype(), x.device(), name);
   detail::push_unary(op, x, out);
   if (autograd::is_recording()) autograd::detail::record_unary(op, x, out);
+  if (auto* trace = detail::active_trace()) trace->unary(op, x, out);
   return out;
 }
 
@@ -86,6 +91,16 @@ void in_place_scalar(BinaryOp op, NDArray& target, double scalar) {
 }
 
 }  // namespace
+
+NDArray detail::unary_op(UnaryOp op, const NDArray& x) {
+  return unary(op, x);
+}
+NDArray detail::binary_op(BinaryOp op, const NDArray& a, const NDArray& b) {
+  return binary(op, a, b);
+}
+NDArray detail::binary_scalar_op(BinaryOp op, const NDArray& a, double scalar, bool scalar_first) {
+  return binary_scalar(op, a, scalar, scalar_first);
+}
 
 NDArray add(const NDArray& a, const NDArray& b) {
   return binary(BinaryOp::add, a, b);

@@ -8,6 +8,7 @@
 #include "checks.h"
 #include "lazy_view.h"
 #include "op_push.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
@@ -49,6 +50,7 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
   }
   detail::push_copies(std::move(copies), reads, out, "concat");
   if (autograd::is_recording()) autograd::detail::record_concat(arrays, axis, out);
+  if (auto* trace = detail::active_trace()) trace->concat(arrays, axis, out);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "checks.h"
 #include "lazy_view.h"
 #include "op_push.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
@@ -55,6 +56,7 @@ NDArray dot(const NDArray& a, const NDArray& b) {
   vc.layout = ops::contiguous_view(nullptr, out.dtype(), Shape{m, n});
   detail::push_dot(a, b, out, va, vb, vc);
   if (autograd::is_recording()) autograd::detail::record_dot(a, b, out);
+  if (auto* trace = detail::active_trace()) trace->dot(a, b, out);
   return out;
 }
 
@@ -87,6 +89,7 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes) {
   NDArray out = detail::NDArrayAccess::make(detail::NDArrayAccess::storage(x), x.dtype(), shape,
                                             strides, detail::NDArrayAccess::offset(x));
   if (autograd::is_recording()) autograd::detail::record_transpose(x, axes, out);
+  if (auto* trace = detail::active_trace()) trace->transpose(x, axes, out);
   return out;
 }
 

@@ -8,12 +8,14 @@
 #include "autograd/record.h"
 #include "capture_window.h"
 #include "checks.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 #include "tandem/ops/kernels.h"
 
 namespace tandem::nd {
 
+using detail::active_trace;
 using detail::check_defined;
 using detail::NDArrayAccess;
 using detail::throw_if_capturing;
@@ -94,6 +96,7 @@ NDArray NDArray::reshape(Shape shape) const {
   NDArray out =
       NDArrayAccess::make(storage_, dtype_, shape, ops::contiguous_strides(shape), offset_);
   if (autograd::is_recording()) autograd::detail::record_reshape(*this, out);
+  if (auto* trace = active_trace()) trace->reshape(*this, out);
   return out;
 }
 
@@ -117,6 +120,7 @@ NDArray NDArray::slice(std::int64_t begin, std::int64_t end, std::int64_t step) 
   NDArray out =
       NDArrayAccess::make(storage_, dtype_, shape, strides, offset_ + begin * strides_[0]);
   if (autograd::is_recording()) autograd::detail::record_slice(*this, begin, step, out);
+  if (auto* trace = active_trace()) trace->slice(*this, begin, end, step, out);
   return out;
 }
 
@@ -136,6 +140,7 @@ NDArray NDArray::operator[](std::int64_t index) const {
   NDArray out = NDArrayAccess::make(storage_, dtype_, shape_.without_axis(0), strides,
                                     offset_ + index * strides_[0]);
   if (autograd::is_recording()) autograd::detail::record_index(*this, index, out);
+  if (auto* trace = active_trace()) trace->index(*this, index, out);
   return out;
 }
 
@@ -152,6 +157,11 @@ NDArray NDArray::T() const {
     std::vector<int> reversed;
     for (int i = ndim() - 1; i >= 0; --i) reversed.push_back(i);
     autograd::detail::record_transpose(*this, reversed, out);
+  }
+  if (auto* trace = active_trace()) {
+    std::vector<int> reversed;
+    for (int i = ndim() - 1; i >= 0; --i) reversed.push_back(i);
+    trace->transpose(*this, reversed, out);
   }
   return out;
 }

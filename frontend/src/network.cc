@@ -10,6 +10,7 @@
 #include "access.h"
 #include "autograd/tape.h"
 #include "checks.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/creation.h"
@@ -93,10 +94,11 @@ NDArray softmax_op(const NDArray& x, int axis, bool log) {
   check_floating_input(op, x);
   axis = checked_axis(op, x, axis);
   const bool last = axis == x.ndim() - 1;
-  const bool record = autograd::should_record({&x});
+  const bool record = autograd::detail::should_record({&x});
   NDArray y;
   {
     const auto paused = autograd::pause(autograd::is_training());
+    const detail::TracePause trace_paused;
     if (last) {
       y = softmax_last_axis(x, log);
     } else if (log) {
@@ -117,6 +119,7 @@ NDArray softmax_op(const NDArray& x, int axis, bool log) {
                                           : saved_y * (g[0] - nd::sum(g[0] * saved_y, axis, true))};
         });
   }
+  if (auto* trace = detail::active_trace()) trace->softmax(op, x, axis, y);
   return y;
 }
 
@@ -153,13 +156,14 @@ NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels) {
   const char* op = "softmax_cross_entropy";
   check_classification(op, logits, labels);
   Engine& engine = logits.engine();
-  const bool record = autograd::should_record({&logits});
+  const bool record = autograd::detail::should_record({&logits});
   const std::int64_t rows = logits.shape()[0];
   NDArray loss;
   NDArray probabilities;  // softmax(logits), what the rule needs
   NDArray classes;        // the labels as dense int32
   {
     const auto paused = autograd::pause(autograd::is_training());
+    const detail::TracePause trace_paused;
     const NDArray x = dense(logits);
     classes = labels.dtype() == int32 ? dense(labels) : labels.astype(int32);
     loss = detail::allocate_array(engine, Shape{rows}, logits.dtype(), logits.device(), op);
@@ -198,6 +202,7 @@ NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels) {
           return std::vector<NDArray>{dlogits, NDArray()};
         });
   }
+  if (auto* trace = detail::active_trace()) trace->softmax_cross_entropy(logits, labels, loss);
   return loss;
 }
 

@@ -7,6 +7,7 @@
 #include "access.h"
 #include "autograd/tape.h"
 #include "checks.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "view_op.h"
@@ -81,8 +82,9 @@ NDArray pool_forward(const char* op, bool max, const NDArray& x, const Pool2dOpt
   detail::check_defined(op, x);
   detail::check_floating(op, x.dtype());
   const Pool2dGeometry g = geometry(op, x.shape(), options);
-  const bool record = autograd::should_record({&x});
+  const bool record = autograd::detail::should_record({&x});
   const auto paused = autograd::pause(autograd::is_training());  // the dense copy: no node
+  const detail::TracePause trace_paused;
   NDArray out = detail::allocate_array(x.engine(), output_shape(g), x.dtype(), x.device(), op);
   const NDArray dx = dense(x);
   detail::push_view_op<2>(x.engine(), out.device(), op,
@@ -91,6 +93,7 @@ NDArray pool_forward(const char* op, bool max, const NDArray& x, const Pool2dOpt
                             (max ? k.max_pool2d : k.avg_pool2d)(s, v[0], v[1], g);
                           });
   if (record) record_pool(op, max, x, options, out);
+  if (auto* trace = trace_paused.trace()) trace->pool(op, x, options, out);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "generator_registry.h"
 #include "kernels.h"
 #include "lazy_view.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
 #include "tandem/ops/philox.h"
@@ -155,6 +156,11 @@ NDArray draw(const char* op, Distribution distribution, const Shape& shape, doub
   if (&source.engine() != &engine) {
     throw Error(std::string("tandem: ") + op +
                 ": the generator belongs to another engine than the current one");
+  }
+  if (auto* trace = nd::detail::active_trace()) {
+    trace->refuse(op,
+                  "a random draw would be saved as a constant (export in predict mode, where "
+                  "dropout draws nothing)");
   }
   NDArray out = nd::detail::allocate_array(engine, shape, dtype, device, op);
   push_draw(engine, op, distribution, source.state().stream, source.var(), out, a, b);

@@ -6,7 +6,9 @@
 #include "access.h"
 #include "autograd/record.h"
 #include "checks.h"
+#include "op_dispatch.h"
 #include "op_push.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
@@ -33,6 +35,7 @@ NDArray reduce_all(ReduceOp op, const NDArray& x) {
                                        x.device(), name);
   detail::push_reduce_all(op, x, out);
   if (autograd::is_recording()) autograd::detail::record_reduce_all(op, x, out);
+  if (auto* trace = detail::active_trace()) trace->reduce(op, x, std::nullopt, false, out);
   return out;
 }
 
@@ -48,10 +51,18 @@ NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
                                        ops::result_dtype(op, x.dtype()), x.device(), name);
   detail::push_reduce_axis(op, x, axis, out);
   if (autograd::is_recording()) autograd::detail::record_reduce_axis(op, x, axis, out);
+  if (auto* trace = detail::active_trace()) trace->reduce(op, x, axis, keepdims, out);
   return out;
 }
 
 }  // namespace
+
+NDArray detail::reduce_all_op(ReduceOp op, const NDArray& x) {
+  return reduce_all(op, x);
+}
+NDArray detail::reduce_axis_op(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
+  return reduce_axis(op, x, axis, keepdims);
+}
 
 NDArray sum(const NDArray& x) {
   return reduce_all(ReduceOp::sum, x);

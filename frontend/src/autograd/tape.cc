@@ -6,6 +6,7 @@
 
 #include "../access.h"
 #include "../checks.h"
+#include "../op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 
@@ -81,8 +82,26 @@ void record_node(std::string name, const std::vector<NDArray>& inputs,
     NDArrayAccess::set_grad_node(*outputs[i], node, static_cast<std::uint32_t>(i));
 }
 
+bool should_record(std::initializer_list<const NDArray*> inputs) {
+  if (!thread_state().recording) return false;
+  for (const NDArray* input : inputs)
+    if (input != nullptr && needs_grad(*input)) return true;
+  return false;
+}
+
+bool should_record(const std::vector<NDArray>& inputs) {
+  if (!thread_state().recording) return false;
+  for (const NDArray& input : inputs)
+    if (needs_grad(input)) return true;
+  return false;
+}
+
 void note_in_place_write(const char* op, const NDArray& target, const NDArray* source) {
   if (!target.defined()) return;
+  if (auto* trace = nd::detail::active_trace()) {
+    trace->refuse(std::string(op) + " (in place)",
+                  "in-place writes are not traced; compute a new array instead");
+  }
   if (thread_state().recording && source != nullptr && needs_grad(*source)) {
     throw Error(std::string("tandem: ") + op + ": writing an array that needs a gradient (shape " +
                 source->shape().to_string() +
@@ -142,22 +161,25 @@ bool is_training() {
   return detail::thread_state().training;
 }
 
+// True under an export's trace too: an op of your own then reaches record_op, which refuses
+// to be exported instead of being saved as a constant.
 bool should_record(std::initializer_list<const NDArray*> inputs) {
-  if (!detail::thread_state().recording) return false;
-  for (const NDArray* input : inputs)
-    if (input != nullptr && detail::needs_grad(*input)) return true;
-  return false;
+  if (nd::detail::active_trace() != nullptr) return true;
+  return detail::should_record(inputs);
 }
 
 bool should_record(const std::vector<NDArray>& inputs) {
-  if (!detail::thread_state().recording) return false;
-  for (const NDArray& input : inputs)
-    if (detail::needs_grad(input)) return true;
-  return false;
+  if (nd::detail::active_trace() != nullptr) return true;
+  return detail::should_record(inputs);
 }
 
 void record_op(std::string name, const std::vector<NDArray>& inputs,
                const std::vector<NDArray*>& outputs, BackwardFunction backward) {
+  if (auto* trace = nd::detail::active_trace()) {
+    trace->refuse(name,
+                  "it is an op of your own (autograd::record_op); an exported graph holds "
+                  "tandem's own ops only");
+  }
   if (!should_record(inputs)) return;
   if (!backward) throw Error("tandem: autograd::record_op('" + name + "'): no backward function");
   detail::record_node(std::move(name), inputs, outputs, {}, std::move(backward));

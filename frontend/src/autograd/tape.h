@@ -85,6 +85,11 @@ class Saver {
   std::vector<SavedArray> saved_;
 };
 
+// True when recording is on and one of the inputs needs a gradient: what tandem's own ops ask
+// (autograd::should_record also says yes under an export's trace, for ops of the user's own).
+bool should_record(std::initializer_list<const nd::NDArray*> inputs);
+bool should_record(const std::vector<nd::NDArray>& inputs);
+
 // Records a node (the caller checked should_record). Output handles get their history; they
 // must be floating-point.
 void record_node(std::string name, const std::vector<nd::NDArray>& inputs,

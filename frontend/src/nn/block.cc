@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "../op_trace.h"
 #include "tandem/errors.h"
 
 namespace tandem::nn {
@@ -46,7 +47,8 @@ void ParameterDict::set_grad_req(GradReq grad_req) const {
 }
 
 nd::NDArray Block::operator()(const nd::NDArray& x) {
-  if (hybrid_ == nullptr) return forward(x);
+  // While export_block traces the forward, every op must run (a replay would hide them).
+  if (hybrid_ == nullptr || nd::detail::active_trace() != nullptr) return forward(x);
   if (!parameters_ready_) {
     // A deferred parameter gets its arrays at the first forward: that forward runs eagerly,
     // else the graph would recreate (and re-draw) the parameter at every replay.

@@ -120,7 +120,9 @@ void add_gradient_ready_hook(const nd::NDArray& attached, GradientReadyHook hook
 using BackwardFunction =
     std::function<std::vector<nd::NDArray>(const std::vector<nd::NDArray>& output_grads)>;
 
-// True when recording is on and one of the inputs needs a gradient.
+// True when recording is on and one of the inputs needs a gradient; also true while
+// nn::export_block traces a forward, so that an op of your own reaches record_op, which then
+// throws tandem::Error naming it (such an op cannot be exported).
 bool should_record(std::initializer_list<const nd::NDArray*> inputs);
 bool should_record(const std::vector<nd::NDArray>& inputs);
 // Makes `outputs` (which must be floating-point) outputs of a new node whose gradient is

@@ -1,0 +1,113 @@
+// The op trace: while nn::export_block runs a block's forward, each front-end op reports itself
+// here (op name, attributes, input and output arrays), so that the graph can be written as
+// JSON and run again without the block's C++ code (tandem/nn/export.h).
+//
+// Cost when no trace is active (every op, every call): one thread-local load and a branch.
+//   NDArray out = ...;                                  // checks, allocation, push
+//   if (auto* trace = detail::active_trace()) trace->unary(op, x, out);
+//
+// Ops made of other ops (conv2d's dense copies, softmax over an inner axis, pooling) pause the
+// trace with a TracePause while they work, then report themselves as one node. Ops a graph
+// cannot hold (random draws, in-place writes, autograd::record_op) call refuse(), which throws
+// tandem::Error naming the op.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tandem/nd/convolution.h"
+#include "tandem/nd/ndarray.h"
+#include "tandem/nd/pooling.h"
+#include "tandem/ops/op_kinds.h"
+
+namespace tandem::nd::detail {
+
+class OpTrace;
+
+// The trace of the calling thread, or null (the common case).
+// constinit: no dynamic initializer, so reading it is a plain TLS access (no init-function
+// check).
+extern constinit thread_local OpTrace* active_op_trace;
+inline OpTrace* active_trace() {
+  return active_op_trace;
+}
+
+class OpTrace {
+ public:
+  OpTrace();
+  ~OpTrace();
+  OpTrace(const OpTrace&) = delete;
+  OpTrace& operator=(const OpTrace&) = delete;
+
+  // The graph's input and parameters, known before the forward runs; ids in call order.
+  void add_input(const NDArray& x);
+  void add_parameter(const std::string& name, const NDArray& value);
+
+  // One node per call; each reads its inputs and writes one new output.
+  void unary(ops::UnaryOp op, const NDArray& x, const NDArray& out);
+  void binary(ops::BinaryOp op, const NDArray& a, const NDArray& b, const NDArray& out);
+  void binary_scalar(ops::BinaryOp op, const NDArray& a, double scalar, bool scalar_first,
+                     const NDArray& out);
+  // axis: none for a whole-array reduction.
+  void reduce(ops::ReduceOp op, const NDArray& x, std::optional<int> axis, bool keepdims,
+              const NDArray& out);
+  void dot(const NDArray& a, const NDArray& b, const NDArray& out);
+  void transpose(const NDArray& x, const std::vector<int>& axes, const NDArray& out);
+  void reshape(const NDArray& x, const NDArray& out);
+  void slice(const NDArray& x, std::int64_t begin, std::int64_t end, std::int64_t step,
+             const NDArray& out);
+  void index(const NDArray& x, std::int64_t index, const NDArray& out);
+  // copy, copyto(device) (a copy: the graph is device-independent) and astype.
+  void copy(const char* op, const NDArray& x, const NDArray& out);
+  void concat(const std::vector<NDArray>& arrays, int axis, const NDArray& out);
+  void conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
+              const Conv2dOptions& options, const NDArray& out);
+  // max_pool2d, avg_pool2d, global_avg_pool2d (its options are derived from x's shape).
+  void pool(const char* op, const NDArray& x, const Pool2dOptions& options, const NDArray& out);
+  void softmax(const char* op, const NDArray& x, int axis, const NDArray& out);
+  void softmax_cross_entropy(const NDArray& logits, const NDArray& labels, const NDArray& out);
+
+  // Throws tandem::Error: `op` cannot be part of an exported graph, because `why`.
+  [[noreturn]] void refuse(const std::string& op, const std::string& why) const;
+
+  // What the forward returned (an input, a parameter, a constant or a node's output).
+  void set_output(const NDArray& out);
+
+  // What was recorded (op_trace_graph.h): the export writes it out.
+  struct Graph;
+  const Graph& graph() const { return *graph_; }
+
+ private:
+  std::unique_ptr<Graph> graph_;
+};
+
+// Sets the calling thread's trace for its lifetime (and restores the previous one).
+class TraceScope {
+ public:
+  explicit TraceScope(OpTrace& trace) : previous_(active_op_trace) { active_op_trace = &trace; }
+  ~TraceScope() { active_op_trace = previous_; }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  OpTrace* previous_;
+};
+
+// Hides the trace from the ops a composite op is made of; trace() is the paused one (or null),
+// to which the composite op reports itself.
+class TracePause {
+ public:
+  TracePause() : paused_(active_op_trace) { active_op_trace = nullptr; }
+  ~TracePause() { active_op_trace = paused_; }
+  TracePause(const TracePause&) = delete;
+  TracePause& operator=(const TracePause&) = delete;
+  OpTrace* trace() const { return paused_; }
+
+ private:
+  OpTrace* paused_;
+};
+
+}  // namespace tandem::nd::detail

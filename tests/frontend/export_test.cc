@@ -1,0 +1,368 @@
+// nn::export_block and nn::ImportedBlock: an exported network loaded back gives the original
+// outputs bit for bit (on every test device, in this process and in a fresh one that does not
+// link the network's code), at other batch sizes too; every broken file or unexportable op
+// gives a tandem::Error that names what is wrong.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "export_models.h"
+#include "frontend_test_util.h"
+#include "scratch_dir.h"
+#include "test_devices.h"
+
+namespace tandem::testing {
+
+namespace {
+
+namespace nn = tandem::nn;
+using json = nlohmann::json;
+
+NDArray random_input(Shape shape, Device device, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> values(static_cast<std::size_t>(shape.num_elements()));
+  for (float& v : values) v = value(rng);
+  return nd::from_vector(values, shape, device);
+}
+
+void check_bitwise_equal(const NDArray& actual, const NDArray& expected) {
+  REQUIRE(actual.shape() == expected.shape());
+  REQUIRE(actual.dtype() == expected.dtype());
+  const std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("element ", i);
+    CHECK(a[i] == e[i]);
+  }
+}
+
+// Exports `net` with `example`, loads it back on the example's device and compares the
+// outputs for the example and for `others` (other batch sizes among them).
+void check_round_trip(nn::Block& net, const NDArray& example,
+                      const std::vector<NDArray>& others = {}) {
+  ScratchDir dir;
+  const nn::ExportedFiles files = nn::export_block(net, example, dir.file("model"));
+  CHECK(files.graph == dir.file("model-graph.json"));
+  CHECK(files.params == dir.file("model-params.tnd"));
+  const auto model = nn::ImportedBlock::load(files.graph, files.params, example.device());
+  CHECK(model->num_nodes() > 0);
+  check_bitwise_equal((*model)(example), net(example));
+  for (const NDArray& x : others) check_bitwise_equal((*model)(x), net(x));
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+void write_json(const std::string& path, const json& document) {
+  std::ofstream(path) << document.dump(1);
+}
+
+// An exported MLP, for the error cases.
+struct ExportedMlp {
+  ScratchDir dir;
+  nn::Sequential net = export_models::mlp();
+  nn::ExportedFiles files;
+  ExportedMlp() {
+    net.initialize(nn::Xavier());
+    files = nn::export_block(net, random_input({4, 5}, cpu(), 1), dir.file("mlp"));
+  }
+};
+
+// A forward that uses an op of its own (autograd::record_op), like a user's custom layer.
+class CustomOpBlock : public nn::Block {
+ public:
+  nd::NDArray forward(const nd::NDArray& x) override {
+    nd::NDArray y = x * 2.0;
+    if (autograd::should_record({&x})) {
+      autograd::record_op("my_scale", {x}, {&y}, [](const std::vector<nd::NDArray>& dy) {
+        return std::vector<nd::NDArray>{dy[0] * 2.0};
+      });
+    }
+    return y;
+  }
+};
+
+class RandomBlock : public nn::Block {
+ public:
+  nd::NDArray forward(const nd::NDArray& x) override {
+    return x + nd::random::uniform(x.shape(), x.device());
+  }
+};
+
+class InPlaceBlock : public nn::Block {
+ public:
+  nd::NDArray forward(const nd::NDArray& x) override {
+    nd::NDArray y = x * 1.0;
+    y += 1.0;
+    return y;
+  }
+};
+
+// A block that reads an array of its own (not a parameter): saved as a constant.
+class OffsetBlock : public nn::Block {
+ public:
+  explicit OffsetBlock(Device device)
+      : offset_(nd::from_vector(std::vector<float>{0.5f, -1.0f, 2.0f}, {3}, device)) {}
+  nd::NDArray forward(const nd::NDArray& x) override {
+    return nd::exp(x) + offset_ + nd::sum(x, 1, true);
+  }
+
+ private:
+  nd::NDArray offset_;
+};
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+ProcessResult run_process(const std::string& command) {
+  ProcessResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE_MESSAGE(pipe != nullptr, "cannot run ", command);
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) {
+    result.output += buffer.data();
+  }
+  const int status = pclose(pipe);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+}  // namespace
+
+TEST_SUITE("frontend.export") {
+  TEST_CASE("an exported MLP loaded back gives the original outputs bit for bit on every device") {
+    for (Device device : test_devices()) {
+      CAPTURE(to_string(device));
+      nn::Sequential net = export_models::mlp();
+      net.initialize(nn::Xavier(), {device});
+      check_round_trip(net, random_input({4, 5}, device, 1),
+                       {random_input({4, 5}, device, 2), random_input({9, 5}, device, 3),
+                        random_input({1, 5}, device, 4)});
+    }
+  }
+
+  TEST_CASE("an exported conv net with BatchNorm in predict mode gives the original outputs") {
+    for (Device device : test_devices()) {
+      CAPTURE(to_string(device));
+      nn::Sequential net = export_models::lenet();
+      net.initialize(nn::Xavier(), {device});
+      (void)net(random_input({2, 1, 12, 12}, device, 5));  // deferred shapes
+      export_models::set_running_statistics(net, device);
+      check_round_trip(net, random_input({2, 1, 12, 12}, device, 6),
+                       {random_input({5, 1, 12, 12}, device, 7)});
+    }
+  }
+
+  TEST_CASE("a user's block with a residual add, scalar ops and softmax gives its outputs") {
+    for (Device device : test_devices()) {
+      CAPTURE(to_string(device));
+      export_models::Residual net(6);
+      net.initialize(nn::Xavier(), {device});
+      check_round_trip(net, random_input({3, 6}, device, 8), {random_input({7, 6}, device, 9)});
+    }
+  }
+
+  TEST_CASE("a hybridized block exports its ops, not its replays") {
+    nn::Sequential net = export_models::mlp();
+    net.initialize(nn::Xavier());
+    net.hybridize();
+    const NDArray x = random_input({4, 5}, cpu(), 18);
+    (void)net(x);
+    (void)net(x);  // recorded and replayed by now
+    ScratchDir dir;
+    const nn::ExportedFiles files = nn::export_block(net, x, dir.file("hybrid"));
+    const auto model = nn::ImportedBlock::load(files.graph, files.params);
+    CHECK(model->num_nodes() > 0);
+    check_bitwise_equal((*model)(x), net(x).copy());
+  }
+
+  TEST_CASE("arrays a block holds are saved as constants") {
+    OffsetBlock net(cpu());
+    check_round_trip(net, random_input({2, 3}, cpu(), 10));
+    ScratchDir dir;
+    const nn::ExportedFiles files =
+        nn::export_block(net, random_input({2, 3}, cpu(), 10), dir.file("offset"));
+    const json graph = read_json(files.graph);
+    REQUIRE(graph.at("constants").size() == 1);
+    CHECK(graph.at("constants")[0].at("name") == "__constant.0");
+    CHECK(nd::find(nd::load(files.params), "__constant.0").shape() == Shape{3});
+  }
+
+  TEST_CASE("the graph file names the format, the input, the parameters and the ops") {
+    ExportedMlp mlp;
+    const json graph = read_json(mlp.files.graph);
+    CHECK(graph.at("format") == "tandem-graph");
+    CHECK(graph.at("version") == 1);
+    CHECK(graph.at("input").at("shape") == json::array({4, 5}));
+    CHECK(graph.at("input").at("dtype") == "float32");
+    std::vector<std::string> names;
+    for (const json& p : graph.at("parameters")) names.push_back(p.at("name"));
+    CHECK(names == std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "2.weight",
+                                            "2.bias"});
+    std::vector<std::string> ops;
+    for (const json& node : graph.at("nodes")) ops.push_back(node.at("op"));
+    CHECK(std::find(ops.begin(), ops.end(), "dot") != ops.end());
+    CHECK(std::find(ops.begin(), ops.end(), "relu") != ops.end());
+    CHECK(std::find(ops.begin(), ops.end(), "tanh") != ops.end());
+  }
+
+  TEST_CASE("an imported block is a block: parameters, fine-tuning and hybridize") {
+    ExportedMlp mlp;
+    const auto model = nn::ImportedBlock::load(mlp.files.graph, mlp.files.params);
+    const nn::ParameterDict params = model->collect_params();
+    CHECK(params.size() == 6);
+    CHECK(params.contains("1.weight"));
+    const NDArray x = random_input({4, 5}, cpu(), 11);
+    const NDArray eager = (*model)(x).copy();
+    model->hybridize();
+    check_bitwise_equal((*model)(x), eager);
+    check_bitwise_equal((*model)(x), eager);
+    model->hybridize(false);
+
+    nn::Trainer trainer(params, nn::SGD(0.1));
+    const NDArray labels = nd::from_vector(std::vector<std::int32_t>{0, 1, 2, 0}, {4});
+    NDArray loss;
+    {
+      auto scope = autograd::record();
+      loss = nd::sum(nd::softmax_cross_entropy((*model)(x), labels));
+      loss.backward();
+    }
+    trainer.step(4);
+    CHECK(nd::sum(nd::abs((*model)(x)-eager)).scalar<double>() > 0.0);
+  }
+
+  TEST_CASE("a model exported here runs in a fresh process that lacks the network's code") {
+    for (const char* device : {"cpu", "sim"}) {
+      CAPTURE(device);
+      const Device on = std::string(device) == "sim" ? sim(0) : cpu();
+      ScratchDir dir;
+      nn::Sequential net = export_models::lenet();
+      net.initialize(nn::Xavier(), {on});
+      (void)net(random_input({2, 1, 12, 12}, on, 12));
+      export_models::set_running_statistics(net, on);
+      const nn::ExportedFiles files =
+          nn::export_block(net, random_input({2, 1, 12, 12}, on, 13), dir.file("lenet"));
+      const NDArray input = random_input({3, 1, 12, 12}, on, 14);
+      nd::save(dir.file("input.tnd"), input);
+      const ProcessResult result =
+          run_process(std::string(TANDEM_EXPORT_RUNNER) + " " + files.graph + " " + files.params +
+                      " " + dir.file("input.tnd") + " " + dir.file("output.tnd") + " " + device);
+      INFO("output: ", result.output);
+      REQUIRE(result.exit_code == 0);
+      CHECK(contains(result.output, "ran "));
+      check_bitwise_equal(nd::load_array(dir.file("output.tnd"), on), net(input));
+    }
+  }
+
+  TEST_CASE("a graph file that is missing, not JSON, or of another format or version") {
+    ExportedMlp mlp;
+    const std::string& params = mlp.files.params;
+    check_error([&] { nn::ImportedBlock::load(mlp.dir.file("none.json"), params); }, {"none.json"});
+    const std::string broken = mlp.dir.file("broken.json");
+    std::ofstream(broken) << "{\"format\": \"tandem-graph\", ";
+    check_error([&] { nn::ImportedBlock::load(broken, params); },
+                {"broken.json': is not a JSON object"});
+
+    json graph = read_json(mlp.files.graph);
+    graph["format"] = "onnx";
+    write_json(broken, graph);
+    check_error([&] { nn::ImportedBlock::load(broken, params); },
+                {"is not a tandem graph (format \"onnx\""});
+    graph = read_json(mlp.files.graph);
+    graph["version"] = 99;
+    write_json(broken, graph);
+    check_error([&] { nn::ImportedBlock::load(broken, params); },
+                {"version 99", "reads version 1 only"});
+    graph = read_json(mlp.files.graph);
+    graph["nodes"][0]["inputs"] = json::array({12345});
+    write_json(broken, graph);
+    check_error([&] { nn::ImportedBlock::load(broken, params); },
+                {"reads the id 12345, which no earlier entry defines"});
+    graph = read_json(mlp.files.graph);
+    REQUIRE(graph["nodes"][0]["op"] == "transpose");
+    graph["nodes"][0]["attrs"]["axes"] = "backwards";
+    write_json(broken, graph);
+    const auto model = nn::ImportedBlock::load(broken, params);
+    check_error(
+        [&] {
+          (*model)(random_input({4, 5}, cpu(), 19));
+        },
+        {"node 0 (transpose) has a malformed attribute"});
+  }
+
+  TEST_CASE("an op this build lacks is named with its node") {
+    ExportedMlp mlp;
+    json graph = read_json(mlp.files.graph);
+    graph["nodes"][2]["op"] = "fancy_gelu";
+    const std::string path = mlp.dir.file("unknown.json");
+    write_json(path, graph);
+    check_error([&] { nn::ImportedBlock::load(path, mlp.files.params); },
+                {"op 'fancy_gelu' (node 2) is not known to this build"});
+  }
+
+  TEST_CASE("a missing, extra or mismatching parameter is named with both sides") {
+    ExportedMlp mlp;
+    nd::NamedArrays arrays = nd::load(mlp.files.params);
+    const std::string path = mlp.dir.file("other-params.tnd");
+
+    nd::NamedArrays missing(arrays.begin() + 1, arrays.end());
+    nd::save(path, missing);
+    check_error([&] { nn::ImportedBlock::load(mlp.files.graph, path); },
+                {"the parameter '0.weight' is missing"});
+
+    nd::NamedArrays extra = arrays;
+    extra.emplace_back("3.weight", nd::ones({2, 2}));
+    nd::save(path, extra);
+    check_error([&] { nn::ImportedBlock::load(mlp.files.graph, path); },
+                {"the extra array '3.weight'"});
+
+    nd::NamedArrays reshaped = arrays;
+    reshaped[1].second = nd::ones({17});
+    nd::save(path, reshaped);
+    check_error([&] { nn::ImportedBlock::load(mlp.files.graph, path); },
+                {"'0.bias' has shape 17 float32 in the params file, but the graph expects 16 "
+                 "float32"});
+
+    nd::NamedArrays retyped = arrays;
+    retyped[1].second = nd::ones({16}, nd::float64);
+    nd::save(path, retyped);
+    check_error([&] { nn::ImportedBlock::load(mlp.files.graph, path); },
+                {"16 float64 in the params file"});
+  }
+
+  TEST_CASE("an input of another dtype or feature shape is refused; another batch size runs") {
+    ExportedMlp mlp;
+    const auto model = nn::ImportedBlock::load(mlp.files.graph, mlp.files.params);
+    CHECK((*model)(random_input({11, 5}, cpu(), 15)).shape() == Shape{11, 3});
+    check_error(
+        [&] {
+          (*model)(random_input({4, 6}, cpu(), 16));
+        },
+        {"the input has shape 4x6 float32, but the graph was exported for 4x5 float32"});
+    check_error([&] { (*model)(nd::ones({4, 5}, nd::float64)); }, {"4x5 float64"});
+  }
+
+  TEST_CASE("a forward with an op a graph cannot hold cannot be exported") {
+    ScratchDir dir;
+    const NDArray x = random_input({2, 3}, cpu(), 17);
+    CustomOpBlock custom;
+    check_error([&] { nn::export_block(custom, x, dir.file("custom")); },
+                {"the op 'my_scale' cannot be exported: it is an op of your own"});
+    RandomBlock random;
+    check_error([&] { nn::export_block(random, x, dir.file("random")); },
+                {"the op 'random.uniform' cannot be exported"});
+    InPlaceBlock in_place;
+    check_error([&] { nn::export_block(in_place, x, dir.file("in_place")); },
+                {"cannot be exported: in-place writes are not traced"});
+  }
+}
+
+}  // namespace tandem::testing
