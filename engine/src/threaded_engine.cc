@@ -99,7 +99,18 @@ void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
   // One test of the profiler per push here: the profiled path does its recording on its own.
   if (profiling::profiled(op)) [[unlikely]]
     return enqueue_on_vars_profiled(op);
-  if (queue_on_vars<false>(op)) dispatch(op);
+  if (queue_on_vars<false>(op)) {
+    if (op->props.inline_when_ready && runs_inline(op)) return execute(op, -1);
+    dispatch(op);
+  }
+}
+
+// A cheap op whose vars were all free at push runs on the pushing thread (OpProps): only a
+// plain CPU op with no fence to wait for, pushed from outside any op (a nested execute would
+// run inside another op's body, and its drainer's run_next_here slot).
+bool ThreadedEngine::runs_inline(const OpRecord* op) const noexcept {
+  return op->device.kind == DeviceKind::cpu && !op->props.async_completion &&
+         !op->needs_fence_sync.load(std::memory_order_relaxed) && current_op() == nullptr;
 }
 
 void ThreadedEngine::enqueue_on_vars_profiled(OpRecord* op) {

@@ -417,3 +417,42 @@ TEST_CASE("an idle engine uses almost no CPU") {
   CAPTURE(share_of_one_core);
   CHECK(share_of_one_core < 0.20);
 }
+
+// OpProps::inline_when_ready: a cheap op whose vars are free at push runs on the pushing thread;
+// one that must wait for a var is queued and runs on a worker once the var is free, so it still
+// overlaps with the pushing thread.
+TEST_CASE("a cheap op runs on the pushing thread when its vars are free, else on a worker") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 1;
+  TestEngine engine(config);
+  const Var input = engine->new_var(), output = engine->new_var();
+  const std::thread::id pusher = std::this_thread::get_id();
+  std::thread::id ran_on;
+  engine->push([&] { ran_on = std::this_thread::get_id(); }, cpu(), {input}, {output},
+               {.name = "cheap", .inline_when_ready = true});
+  CHECK(ran_on == pusher);  // already ran: no wait needed
+
+  Flag writer_started, release_writer;
+  engine->push(
+      [&] {
+        writer_started.raise();
+        release_writer.wait();
+      },
+      cpu(), {}, {input}, {.name = "slow writer"});
+  REQUIRE(writer_started.wait());
+  std::atomic<bool> ran{false};
+  std::thread::id queued_ran_on;
+  engine->push(
+      [&] {
+        queued_ran_on = std::this_thread::get_id();
+        ran = true;
+      },
+      cpu(), {input}, {output}, {.name = "cheap, waits", .inline_when_ready = true});
+  CHECK_FALSE(ran.load());  // the push returned without running it
+  release_writer.raise();
+  engine->wait_all();
+  CHECK(ran.load());
+  CHECK(queued_ran_on != pusher);
+  engine->delete_var(input);
+  engine->delete_var(output);
+}
