@@ -5,6 +5,8 @@
 // Writes a JSON list of records:
 //   {"workload": "hybridize_mlp", "system": "eager" | "hybridized" | "hybridized_copied" |
 //    "plain_loops", "seconds", "calls", "model", "device"}
+//   {"workload": "hybridize_mlp_train", "system": "eager" | "hybridized", "seconds", "steps",
+//    "model", "device"}
 // and the targets. The engine-level measures of captured graphs (replay_ns_per_op,
 // metg_stencil_1d's tandem_replay) are in bench_engine. Usually run through
 // bench/run.sh graph [--quick].
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "hybridize_mlp.h"
+#include "hybridize_mlp_train.h"
 #include "records.h"
 
 int main(int argc, char** argv) {
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   tandem::bench::Records records;
   try {
     tandem::bench::run_hybridize_mlp(quick, records);
+    tandem::bench::run_hybridize_mlp_train(quick, records);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_graph: %s\n", e.what());
     return 1;
