@@ -574,7 +574,7 @@ def render_graph(records, meta):
         sample = eager_train or hybrid_train
         eager_s = (eager_train or {}).get("seconds")
         hybrid_s = (hybrid_train or {}).get("seconds")
-        lines += ["", "**hybridize_mlp_train**: training steps (forward under "
+        lines += ["**hybridize_mlp_train**: training steps (forward under "
                   "`autograd::record()`, backward, SGD step) of the same MLP, eager vs "
                   "hybridized (the forward and the backward recorded once, replayed); waiting "
                   "once at the end, the best of interleaved rounds.", ""]
