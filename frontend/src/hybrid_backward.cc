@@ -1,3 +1,5 @@
+// HybridBackward: capturing a hybridized entry's backward graph and recording one tape node per
+// replayed call (see hybrid_backward.h for the invariant).
 #include "hybrid_backward.h"
 
 #include <unordered_set>
@@ -8,7 +10,6 @@
 #include "tandem/errors.h"
 #include "tandem/graph.h"
 #include "tandem/nd/autograd.h"
-#include "tandem/nd/creation.h"
 
 namespace tandem::nd::detail {
 
