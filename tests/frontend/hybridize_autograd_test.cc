@@ -169,6 +169,29 @@ TEST_SUITE("frontend.hybridize_autograd") {
     check_same_parameters(*eager, *hybrid);
   }
 
+  TEST_CASE("gradient-ready hooks are called once per backward through a replayed call") {
+    auto net = make_mlp(cpu(), false);
+    net->hybridize();
+    const nn::ParameterDict params = net->collect_params();
+    int calls = 0;
+    std::vector<float> seen;
+    ag::add_gradient_ready_hook(params["0.weight"].data(), [&](const NDArray& gradient) {
+      ++calls;
+      seen = values(gradient.copy());
+    });
+    for (int step = 0; step < 3; ++step) {
+      NDArray loss;
+      {
+        auto recording = ag::record();
+        loss = nd::sum(nd::square((*net)(nd::random::uniform({5, 8}))));
+      }
+      loss.backward();
+      CHECK(net->hybrid_cache()->last_call_replayed());
+      CHECK(calls == step + 1);
+      CHECK(seen == values(params["0.weight"].data().grad()));
+    }
+  }
+
   TEST_CASE("two signatures record two entries, each with its backward") {
     auto eager = make_mlp(cpu(), false);
     auto hybrid = make_mlp(cpu(), false);
