@@ -439,6 +439,7 @@ def render_multi_device(records, meta):
     lines = provenance(meta)
     lines += targets_table(records)
     data = [r for r in records if r.get("workload") in ("data_parallel",
+                                                         "data_parallel_no_buckets",
                                                          "data_parallel_exchange_at_step")]
     if data:
         rows = [[fmt_cell(r.get("devices")), r.get("exchange", "—"),
@@ -541,7 +542,8 @@ def replace_section(doc, suite, body):
 # --- the graph suite -------------------------------------------------------------------------
 
 
-GRAPH_SYSTEMS = ["eager", "hybridized", "hybridized_copied", "plain_loops"]
+GRAPH_SYSTEMS = ["eager", "hybridized", "hybridized_copied", "plain_loops", "jax_jit",
+                 "jax_eager"]
 
 
 def render_graph(records, meta):
@@ -558,15 +560,17 @@ def render_graph(records, meta):
 
         lines += ["**hybridize_mlp** (d2l 8.1): forward calls of a small MLP, eager vs "
                   "`net.hybridize()` (recorded once, replayed), the same with each output copied "
-                  "(`net(x).copy()`: keeping every result), and the floor: the same layers as "
-                  "plain C++ loops over OpenBLAS on one thread; waiting once at the end, the best "
-                  "of interleaved rounds.", ""]
-        lines += table(["model", "device", "calls"] + GRAPH_SYSTEMS +
-                       ["eager / hybridized", "hybridized / plain loops"],
-                       [[sample.get("model", "—"), sample.get("device", "—"),
-                         fmt_cell(sample.get("calls"))] +
+                  "(`net(x).copy()`: keeping every result), the floor: the same layers as "
+                  "plain C++ loops over OpenBLAS on one thread, and the peer: the same network in "
+                  "JAX on the CPU under `jax.jit` and eager (bench/graph/jax_peer.py, in the "
+                  "suite's private venv); waiting once at the end, the best of interleaved "
+                  "rounds. A skipped peer shows —.", ""]
+        lines += table(["model", "calls"] + GRAPH_SYSTEMS +
+                       ["eager / hybridized", "hybridized / plain loops", "hybridized / jax_jit"],
+                       [[sample.get("model", "—"), fmt_cell(sample.get("calls"))] +
                         [fmt_s(seconds[name]) for name in GRAPH_SYSTEMS] +
-                        [ratio("eager", "hybridized"), ratio("hybridized", "plain_loops")]])
+                        [ratio("eager", "hybridized"), ratio("hybridized", "plain_loops"),
+                         ratio("hybridized", "jax_jit")]])
     train = by_key([r for r in records if r.get("workload") == "hybridize_mlp_train"])
     eager_train = train.get(("hybridize_mlp_train", "eager"))
     hybrid_train = train.get(("hybridize_mlp_train", "hybridized"))
@@ -582,7 +586,31 @@ def render_graph(records, meta):
                        [[sample.get("model", "—"), sample.get("device", "—"),
                          fmt_cell(sample.get("steps")), fmt_s(eager_s), fmt_s(hybrid_s),
                          fmt_ratio(eager_s / hybrid_s) if eager_s and hybrid_s else "—"]])
+    lines += render_device_graphs(records)
     return "\n".join(lines).rstrip() + "\n"
+
+
+DEVICE_GRAPH_SYSTEMS = ["push", "replay", "replay_device_graph"]
+
+
+def render_device_graphs(records):
+    index = by_key([r for r in records if r.get("workload") == "replay_sim_tiny_ops"])
+    found = {name: index.get(("replay_sim_tiny_ops", name)) for name in DEVICE_GRAPH_SYSTEMS}
+    if not any(found.values()):
+        return []
+    sample = next(r for r in found.values() if r)
+    lines = ["**replay_sim_tiny_ops**: a chain of tiny ops on sim(0) (each one empty stream "
+             "item: its modelled time is the launch latency), pushed one by one, replayed from a "
+             "capture without device graphs (`TANDEM_DEVICE_GRAPHS=0`), and replayed as one "
+             "device graph (one launch latency per replay); per round of the chain, medians.", ""]
+    rows = []
+    for name in DEVICE_GRAPH_SYSTEMS:
+        r = found[name] or {}
+        rows.append([name, fmt_cell(sample.get("ops")), fmt_cell(sample.get("latency_us")),
+                     fmt_cell(r.get("modelled_us")),
+                     fmt_cell(r["seconds"] * 1e6) if r.get("seconds") else "—"])
+    lines += table(["system", "ops", "latency (us)", "modelled (us)", "wall (us)"], rows)
+    return lines
 
 
 def load_suites():

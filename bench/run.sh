@@ -5,7 +5,7 @@
 #   bench/run.sh engine             # the full run (~2 min on 2 quiet cores)
 #   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX
 #   bench/run.sh multi_device --quick   # data, pipeline and model parallel on sim devices
-#   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized forward calls
+#   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized vs jax.jit forward calls
 #   bench/run.sh all                # engine, frontend, overlap and training
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
 #
@@ -96,13 +96,12 @@ run_suite() {
   binary=$(build_suite "$name") || return 1
   mkdir -p "$results"
   # The multi-device suite runs on a sim model slow enough that modelled device time dominates
-  # the host's real work, with one compute stream per device (two sim streams would each compute
-  # at the full rate, doubling one device's compute): docs/benchmarks.md, "multi_device". Every
-  # record repeats the model it ran with.
+  # the host's real work (a device's compute streams share its rate, so their number does not
+  # change its compute): docs/benchmarks.md, "multi_device". Every record repeats the model it
+  # ran with.
   local environment=()
   if [[ $name == multi_device ]]; then
-    environment=(TANDEM_SIM_DEVICES=4 TANDEM_SIM_GFLOPS=0.05 TANDEM_ACCEL_STREAMS=1
-      TANDEM_MAX_OPS_IN_FLIGHT=1024)
+    environment=(TANDEM_SIM_DEVICES=4 TANDEM_SIM_GFLOPS=0.05 TANDEM_MAX_OPS_IN_FLIGHT=1024)
   fi
   echo "run.sh: ${environment[*]} $binary ${quick[*]} --out bench/results/$name.json"
   env "${environment[@]}" "$binary" "${quick[@]}" --out "$results/$name.json" || {
@@ -111,7 +110,12 @@ run_suite() {
   }
   if [[ $name == training ]]; then
     # The JAX peer, in its own virtual environment, adds its records and the targets.
-    bash "$repo/bench/training/peer_jax.sh" "$results/$name.json" "$repo/data/digits" \
+    bash "$repo/bench/peer_jax.sh" "$repo/bench/training/jax_peer.py" "$results/$name.json" \
+      --digits "$repo/data/digits" "${quick[@]}" ||
+      echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
+  elif [[ $name == graph ]]; then
+    # The same MLP under jax.jit (and eager JAX), side by side with hybridize.
+    bash "$repo/bench/peer_jax.sh" "$repo/bench/graph/jax_peer.py" "$results/$name.json" \
       "${quick[@]}" || echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
   fi
   python3 "$repo/bench/report.py" --record-run "$name" \

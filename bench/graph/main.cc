@@ -7,6 +7,8 @@
 //    "plain_loops", "seconds", "calls", "model", "device"}
 //   {"workload": "hybridize_mlp_train", "system": "eager" | "hybridized", "seconds", "steps",
 //    "model", "device"}
+//   {"workload": "replay_sim_tiny_ops", "system": "push" | "replay" | "replay_device_graph",
+//    "modelled_us", "seconds", "ops", "latency_us", "device"}
 // and the targets. The engine-level measures of captured graphs (replay_ns_per_op,
 // metg_stencil_1d's tandem_replay) are in bench_engine. Usually run through
 // bench/run.sh graph [--quick].
@@ -18,6 +20,7 @@
 #include "hybridize_mlp.h"
 #include "hybridize_mlp_train.h"
 #include "records.h"
+#include "replay_sim_tiny_ops.h"
 
 int main(int argc, char** argv) {
   bool quick = false;
@@ -40,6 +43,7 @@ int main(int argc, char** argv) {
   try {
     tandem::bench::run_hybridize_mlp(quick, records);
     tandem::bench::run_hybridize_mlp_train(quick, records);
+    tandem::bench::run_replay_sim_tiny_ops(quick, records);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_graph: %s\n", e.what());
     return 1;

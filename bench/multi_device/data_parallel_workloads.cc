@@ -1,8 +1,9 @@
 // Data-parallel training on 1, 2 and 4 sim devices (issue 14): train_multi_device's loop
 // (examples/train_multi_device/data_parallel_training.h) on lenet_bn with a global batch of 128,
 // timed per epoch, with the fraction of the gradient exchange hidden behind compute from one
-// profiled epoch. The same loop with the exchange left to Trainer::step (at_step) is recorded
-// beside it, to show what starting the exchange from inside backward buys.
+// profiled epoch. The same loop with one allreduce per parameter (no buckets) and with the
+// exchange left to Trainer::step (at_step) is recorded beside it, to show what buckets and
+// starting the exchange from inside backward buy.
 //
 // The sim model comes from the environment (bench/run.sh multi_device sets it; see
 // docs/benchmarks.md, "multi_device"): the figures mean something only when the modelled device
@@ -39,12 +40,21 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+// How a run sums the gradients: the record's workload and exchange fields say which.
+struct ExchangeVariant {
+  nn::GradientExchangeMode mode;
+  std::size_t bucket_bytes;
+  const char* workload;
+  const char* label;
+};
+
 DataParallelFigures measure(const data::DigitsDataSet& digits, int devices,
-                            nn::GradientExchangeMode exchange, int timed_epochs) {
+                            const ExchangeVariant& exchange, int timed_epochs) {
   examples::DataParallelOptions options;
   options.model = kModel;
   options.batch_size = kGlobalBatch;
-  options.exchange = exchange;
+  options.exchange = exchange.mode;
+  options.bucket_bytes = exchange.bucket_bytes;
   options.devices.clear();
   for (int d = 0; d < devices; ++d) options.devices.push_back(sim(d));
   examples::DataParallelTraining training(digits, options);
@@ -85,23 +95,33 @@ void run_data_parallel(const MultiDeviceOptions& options, Records& records) {
                   devices, present);
       continue;
     }
-    for (const auto mode :
-         {nn::GradientExchangeMode::during_backward, nn::GradientExchangeMode::at_step}) {
-      const bool overlapped = mode == nn::GradientExchangeMode::during_backward;
-      if (devices == 1 && !overlapped) continue;  // one device exchanges nothing
-      const DataParallelFigures figures = measure(digits, devices, mode, timed_epochs);
+    // The default (buckets of nn::GradientExchangeOptions' size), one allreduce per parameter,
+    // and the sums left to Trainer::step.
+    const std::size_t default_bucket = nn::GradientExchangeOptions{}.bucket_bytes;
+    const ExchangeVariant variants[] = {{nn::GradientExchangeMode::during_backward, default_bucket,
+                                         "data_parallel", "during_backward"},
+                                        {nn::GradientExchangeMode::during_backward, 0,
+                                         "data_parallel_no_buckets", "during_backward, no buckets"},
+                                        {nn::GradientExchangeMode::at_step, default_bucket,
+                                         "data_parallel_exchange_at_step", "at_step"}};
+    for (const ExchangeVariant& variant : variants) {
+      const bool overlapped = variant.mode == nn::GradientExchangeMode::during_backward;
+      const bool main_variant = variant.bucket_bytes == default_bucket && overlapped;
+      if (devices == 1 && !main_variant) continue;  // one device exchanges nothing
+      const DataParallelFigures figures = measure(digits, devices, variant, timed_epochs);
       if (devices == 1) one_device = figures.seconds_per_epoch;
       const double speedup = one_device > 0 ? one_device / figures.seconds_per_epoch : 0.0;
       std::printf(
-          "data_parallel: %d device(s), exchange %-15s %.3f s/epoch (x%.2f), exchange hidden "
+          "data_parallel: %d device(s), exchange %-27s %.3f s/epoch (x%.2f), exchange hidden "
           "%.3f of %.2f ms, test accuracy %.4f\n",
-          devices, overlapped ? "during_backward" : "at_step", figures.seconds_per_epoch, speedup,
-          figures.exchange_hidden, figures.exchange_ms, figures.test_accuracy);
+          devices, variant.label, figures.seconds_per_epoch, speedup, figures.exchange_hidden,
+          figures.exchange_ms, figures.test_accuracy);
       nlohmann::json record = {
-          {"workload", overlapped ? "data_parallel" : "data_parallel_exchange_at_step"},
+          {"workload", variant.workload},
           {"system", "tandem"},
           {"devices", devices},
-          {"exchange", overlapped ? "during_backward" : "at_step"},
+          {"exchange", variant.label},
+          {"bucket_bytes", overlapped ? nlohmann::json(variant.bucket_bytes) : nullptr},
           {"model", kModel},
           {"global_batch", kGlobalBatch},
           {"batches_per_epoch", figures.batches_per_epoch},
@@ -116,7 +136,7 @@ void run_data_parallel(const MultiDeviceOptions& options, Records& records) {
       // How far the host may run ahead of the devices matters here (docs/benchmarks.md).
       record["max_ops_in_flight"] = EngineConfig::from_env().max_ops_in_flight;
       records.push_back(record);
-      if (!overlapped) continue;
+      if (!main_variant) continue;
       if (devices == 2) {
         records.push_back(target_record("data_parallel: 2 sim devices vs 1 (seconds per epoch)",
                                         ">= 1.85x", speedup, 1.85, false));

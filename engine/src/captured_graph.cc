@@ -101,21 +101,50 @@ std::shared_ptr<GraphPlan> resolve_window(EngineCore& core, Engine& engine,
   plan->owned_vars = std::move(deleted);
   plan->graph_var = core.new_var();
 
-  // Steps: maximal runs of inline ops, and every other op on its own.
+  std::unordered_set<VarState*> owned;
+  for (const auto& [var, deleter] : plan->owned_vars) owned.insert(var.state());
+  std::unordered_map<VarState*, std::uint32_t> ops_using;  // for the device graph rule
+  if (core.config().device_graphs) {
+    for (const OpRecord* op : plan->nodes) {
+      for (std::uint32_t s = 0; s < op->num_slots; ++s) ++ops_using[op->slots[s].var];
+    }
+  }
+
+  // Steps: maximal runs of inline ops, device graph runs, and every other op on its own.
   const auto num_nodes = static_cast<std::uint32_t>(plan->nodes.size());
   for (std::uint32_t i = 0; i < num_nodes;) {
     if (!runs_inline(plan->nodes[i])) {
       PushedNode pushed;
       pushed.node = i;
-      const OpRecord* op = plan->nodes[i];
-      for (std::uint32_t s = 0; s < op->num_slots; ++s) {
-        const VarSlot& slot = op->slots[s];
-        if (slot.write) pushed.writes.push_back(handle_of(slot.var));
-        if (slot.reads_value) pushed.reads.push_back(handle_of(slot.var));
+      const std::uint32_t run_length =
+          core.config().device_graphs ? device_graph_run_length(plan->nodes, i, owned, ops_using)
+                                      : 0;
+      if (run_length >= 2) {
+        pushed.device_graph = std::make_unique<DeviceGraphRun>();
+        pushed.device_graph->first_node = i;
+        pushed.device_graph->size = run_length;
+        ++plan->device_graphs;
+        plan->device_graph_ops += run_length;
       }
+      // The unit's vars (device_graph_run.h): read where read before written in the step.
+      std::unordered_set<VarState*> written_in_step;
+      for (std::uint32_t n = i; n < i + pushed.size(); ++n) {
+        const OpRecord* op = plan->nodes[n];
+        for (std::uint32_t s = 0; s < op->num_slots; ++s) {
+          const VarSlot& slot = op->slots[s];
+          if (slot.reads_value && !written_in_step.contains(slot.var))
+            pushed.reads.push_back(handle_of(slot.var));
+        }
+        for (std::uint32_t s = 0; s < op->num_slots; ++s) {
+          const VarSlot& slot = op->slots[s];
+          if (slot.write && written_in_step.insert(slot.var).second)
+            pushed.writes.push_back(handle_of(slot.var));
+        }
+      }
+      if (pushed.device_graph) pushed.writes.push_back(plan->graph_var);
+      i += pushed.size();
       plan->steps.push_back({false, static_cast<std::uint32_t>(plan->pushed.size())});
       plan->pushed.push_back(std::move(pushed));
-      ++i;
       continue;
     }
     auto segment = std::make_unique<InlineSegment>();
@@ -134,7 +163,8 @@ std::shared_ptr<GraphPlan> resolve_window(EngineCore& core, Engine& engine,
     const GraphStep& s = plan->steps[step];
     const std::uint32_t first =
         s.is_inline ? plan->segments[s.index]->first_node : plan->pushed[s.index].node;
-    const std::uint32_t size = s.is_inline ? plan->segments[s.index]->size : 1;
+    const std::uint32_t size =
+        s.is_inline ? plan->segments[s.index]->size : plan->pushed[s.index].size();
     for (std::uint32_t n = first; n < first + size; ++n) {
       const OpRecord* op = plan->nodes[n];
       for (std::uint32_t k = 0; k < op->num_slots; ++k) {
@@ -147,8 +177,6 @@ std::shared_ptr<GraphPlan> resolve_window(EngineCore& core, Engine& engine,
       }
     }
   }
-  std::unordered_set<VarState*> owned;
-  for (const auto& [var, deleter] : plan->owned_vars) owned.insert(var.state());
   for (const auto& [state, is_written] : written) {
     if (created.contains(state)) {
       ++plan->temporaries;
@@ -227,7 +255,13 @@ std::size_t CapturedGraph::num_ops() const {
   return plan_ ? plan_->nodes.size() : 0;
 }
 std::size_t CapturedGraph::num_pushed_ops() const {
-  return plan_ ? plan_->pushed.size() : 0;
+  return plan_ ? plan_->pushed.size() - plan_->device_graphs : 0;
+}
+std::size_t CapturedGraph::num_device_graphs() const {
+  return plan_ ? plan_->device_graphs : 0;
+}
+std::size_t CapturedGraph::num_device_graph_ops() const {
+  return plan_ ? plan_->device_graph_ops : 0;
 }
 std::size_t CapturedGraph::num_segments() const {
   return plan_ ? plan_->segments.size() : 0;

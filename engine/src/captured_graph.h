@@ -9,7 +9,10 @@
 //   order of a DAG resolved here (predecessor counts and successor lists), with the poison, skip
 //   and error rules of separate pushes (graph_replay.cc);
 // - a pushed op: an accelerator or async op, pushed again as it was recorded (a thin op that
-//   calls the recorded closure), so device streams, fences and Completions work as for any push.
+//   calls the recorded closure), so device streams, fences and Completions work as for any push;
+// - a device graph run (device_graph_run.h): consecutive accelerator ops of one device that
+//   the rule there admits, pushed as ONE op that launches their device graph (unless
+//   EngineConfig::device_graphs is off).
 //
 // Invariants:
 // - Steps are entered in capture order, each ordered by the engine against everything pushed
@@ -32,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "device_graph_run.h"
 #include "tandem/detail/op_record.h"
 #include "tandem/engine.h"
 #include "tandem/var.h"
@@ -64,9 +68,13 @@ struct InlineSegment {
   mutable std::atomic<std::uint32_t> ns_per_node{0};
 };
 
+// A pushed step: one op, or (device_graph set) the unit of a device graph run, nodes[node,
+// node + device_graph->size), whose reads and writes are the unit's (device_graph_run.h).
 struct PushedNode {
   std::uint32_t node = 0;
   std::vector<Var> reads, writes;
+  std::unique_ptr<DeviceGraphRun> device_graph;
+  std::uint32_t size() const { return device_graph ? device_graph->size : 1; }
 };
 
 struct GraphStep {
@@ -94,6 +102,7 @@ struct GraphPlan {
   // holding the callable, never prepared).
   std::vector<std::pair<Var, OpRecord*>> owned_vars;
   std::size_t external_reads = 0, external_writes = 0, temporaries = 0;
+  std::size_t device_graphs = 0, device_graph_ops = 0;
 };
 
 // The core of `engine` (engine.cc): every Engine is the facade over one.

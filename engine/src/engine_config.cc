@@ -166,6 +166,9 @@ EngineConfig EngineConfig::from_env(const char* (*getenv)(const char*)) {
   }
   if (const char* v = getenv("TANDEM_LOG_LEVEL")) config.log_level = parse_log_level(v);
   if (const char* v = getenv("TANDEM_PROFILE")) config.profile_path = trimmed(v);
+  if (const char* v = getenv("TANDEM_DEVICE_GRAPHS")) {
+    config.device_graphs = parse_flag(part, "TANDEM_DEVICE_GRAPHS", v);
+  }
   config.accel = read_accelerator_config(getenv);
   return config;
 }

@@ -1,5 +1,6 @@
 // Replaying a captured graph (captured_graph.h): each step in capture order, an inline segment
-// as one unit op whose GraphRun runs the segment's ops from the DAG resolved at capture.
+// as one unit op whose GraphRun runs the segment's ops from the DAG resolved at capture, a
+// device graph run as one accelerator op that launches its device graph (device_graph_run.h).
 //
 // The unit is an ordinary op for the engine (one push ticket, queued on its held vars, counted
 // in flight, waited for by wait_all), with three differences, all set here:
@@ -328,6 +329,18 @@ void EngineCore::replay(const std::shared_ptr<GraphPlan>& plan) {
     const PushedNode& pushed = plan->pushed[step.index];
     OpRecord* node = plan->nodes[pushed.node];
     OpRecord* op = acquire_op_record();
+    if (pushed.device_graph) {
+      op->set_callable([plan, run = pushed.device_graph.get()](RunContext& ctx) {
+        launch_device_graph_run(*run, plan->nodes.data(), ctx);
+      });
+      int priority = node->props.priority;
+      for (std::uint32_t n = pushed.node; n < pushed.node + pushed.size(); ++n) {
+        priority = std::max(priority, plan->nodes[n]->props.priority);
+      }
+      submit(op, node->device, pushed.reads, pushed.writes,
+             OpProps{.name = "device graph", .queue = node->props.queue, .priority = priority});
+      continue;
+    }
     op->set_callable([plan, node](RunContext& ctx) { node->run(ctx); });
     submit(op, node->device, pushed.reads, pushed.writes, node->props);
   }

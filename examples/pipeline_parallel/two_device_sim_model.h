@@ -11,8 +11,9 @@
 //   its size, reading the weights in each product and adding each weight gradient into its
 //   accumulator (a width x width add per layer and micro-batch), weighs as it does on a GPU, so
 //   tiny micro-batches waste the device: the left arm of the seed's U-shaped split-size curve.
-// - One compute stream per device: a device is one compute resource. With two, a sim device
-//   would run two independent kernels each at the full rate, doubling its compute.
+// - One compute stream per device, as in the figures measured before a sim device's compute
+//   streams shared its rate (they do now: a second stream would only fill idle gaps, never
+//   double the device's compute), so that runs compare with those figures.
 // - A bus slower than memory (0.1 GB/s): an activation crossing devices costs about 1% of a
 //   step, as the seed's copies between GPUs do.
 #pragma once

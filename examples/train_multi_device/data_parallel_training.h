@@ -44,6 +44,8 @@ struct DataParallelOptions {
   double weight_decay = 5e-4;
   std::uint64_t seed = 1;
   nn::GradientExchangeMode exchange = nn::GradientExchangeMode::during_backward;
+  // during_backward: most gradient bytes summed by one allreduce (0: one per parameter).
+  std::size_t bucket_bytes = nn::GradientExchangeOptions{}.bucket_bytes;
 };
 
 struct DataParallelEpoch {
@@ -89,7 +91,8 @@ class DataParallelTraining {
     trainer_ = std::make_unique<nn::Trainer>(
         net_->collect_params(),
         nn::SGD(options.learning_rate, options.momentum, options.weight_decay),
-        nn::TrainerOptions{.exchange = options.exchange});
+        nn::TrainerOptions{.exchange = options.exchange,
+                           .exchange_options = {.bucket_bytes = options.bucket_bytes}});
   }
 
   // One pass over the training set (or its first `max_batches` batches, when >= 0). With

@@ -19,21 +19,6 @@ void check_close(const std::vector<double>& got, const std::vector<double>& expe
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]));
 }
 
-// The message of the tandem::Error that `f` throws ("" when it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_SUITE("frontend.autograd") {

@@ -72,20 +72,6 @@ Host rounded(Host h, DType dtype) {
   return h;
 }
 
-template <class Call>
-void check_error(Call&& call, std::initializer_list<std::string> parts) {
-  try {
-    call();
-    FAIL("no tandem::Error was thrown; expected one mentioning " << *parts.begin());
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) {
-      INFO("message: " << message);
-      CHECK_MESSAGE(message.find(part) != std::string::npos, "missing \"" << part << "\"");
-    }
-  }
-}
-
 }  // namespace
 
 TEST_SUITE("frontend.conv_pool") {

@@ -18,17 +18,6 @@ namespace {
 namespace nn = tandem::nn;
 using namespace std::chrono_literals;
 
-template <class Body>
-std::string error_of(Body&& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("no tandem::Error was thrown");
-  return {};
-}
-
 std::vector<Device> sim_devices(int count) {
   std::vector<Device> devices;
   for (int i = 0; i < count; ++i) devices.push_back(sim(i));
@@ -77,15 +66,19 @@ using ParameterValues = std::vector<std::vector<double>>;
 
 // Trains small_mlp for `steps` steps of a global batch of 60 on `devices` and returns every
 // parameter's values (checking that all copies hold the same bits).
+// With during_backward, `exchange` sets its buckets and `buckets` (if given) receives how many
+// the plan made.
 ParameterValues train(const std::vector<Device>& devices, nn::GradientExchangeMode mode,
-                      int steps = 3) {
+                      int steps = 3, nn::GradientExchangeOptions exchange = {},
+                      std::size_t* buckets = nullptr) {
   nd::random::seed(5);
   const NDArray images = nd::random::uniform({steps, 60, 64}).astype(nd::float64);
   const NDArray labels = nd::random::uniform(0, 10, {steps, 60}).astype(nd::int32);
   auto net = small_mlp();
   net->initialize(nn::Xavier(nn::Xavier::Distribution::uniform, nn::Xavier::Factor::avg, 3.0, 9),
                   devices);
-  nn::Trainer trainer(net->collect_params(), nn::SGD(0.5, 0.9, 1e-3), {.exchange = mode});
+  nn::Trainer trainer(net->collect_params(), nn::SGD(0.5, 0.9, 1e-3),
+                      {.exchange = mode, .exchange_options = exchange});
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
     const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
@@ -97,6 +90,10 @@ ParameterValues train(const std::vector<Device>& devices, nn::GradientExchangeMo
       }
     }
     for (NDArray& loss : losses) loss.backward();
+    if (trainer.exchange() != nullptr) {
+      CHECK(trainer.exchange()->summed_during_backward() == net->collect_params().size());
+      if (buckets != nullptr) *buckets = trainer.exchange()->buckets();
+    }
     trainer.step(60);
   }
   ParameterValues values;
@@ -283,8 +280,11 @@ TEST_SUITE("frontend.data_parallel") {
     const NDArray labels = nd::random::uniform(0, 10, {8}).astype(nd::int32);
     auto net = small_mlp();
     net->initialize(nn::Xavier(), devices);
+    // One allreduce per parameter: a bucket would hold the last layer's sum back until the
+    // first layer's gradient joins it.
     nn::Trainer trainer(net->collect_params(), nn::SGD(0.1),
-                        {.exchange = nn::GradientExchangeMode::during_backward});
+                        {.exchange = nn::GradientExchangeMode::during_backward,
+                         .exchange_options = {.bucket_bytes = 0}});
     const std::vector<NDArray> xs = nd::split_and_load(images, devices);
     const std::vector<NDArray> ys = nd::split_and_load(labels, devices);
     std::vector<NDArray> losses;
@@ -339,6 +339,31 @@ TEST_SUITE("frontend.data_parallel") {
       const double worst = largest_difference(one, overlapped);
       MESSAGE(count << " devices: largest difference from one device " << worst);
       CHECK(worst <= 1e-12);
+    }
+  }
+
+  TEST_CASE("gradient buckets give the same bits as one allreduce per parameter") {
+    // small_mlp's gradients: 16x64 and 10x16 weights (8192 and 1280 bytes), 16 and 10 biases.
+    struct Plan {
+      std::size_t bucket_bytes;
+      std::size_t buckets;
+    };
+    const Plan plans[] = {{0, 4},         // one per parameter
+                          {64 << 10, 1},  // the default: all four together
+                          {2000, 2}};     // the 8192-byte weight alone, the rest together
+    for (const int count : {2, 3, 4}) {
+      if (!have_sims(count)) return;
+      CAPTURE(count);
+      const std::vector<Device> devices = sim_devices(count);
+      const ParameterValues at_step = train(devices, nn::GradientExchangeMode::at_step);
+      for (const Plan& plan : plans) {
+        CAPTURE(plan.bucket_bytes);
+        std::size_t buckets = 0;
+        const ParameterValues bucketed = train(devices, nn::GradientExchangeMode::during_backward,
+                                               3, {.bucket_bytes = plan.bucket_bytes}, &buckets);
+        CHECK(buckets == plan.buckets);
+        CHECK(largest_difference(at_step, bucketed) == 0.0);
+      }
     }
   }
 

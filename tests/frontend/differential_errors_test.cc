@@ -32,7 +32,7 @@ std::string describe(const NDArray& array) {
 }
 
 template <class Fn>
-std::string error_of(Fn&& fn) {
+std::string exception_message_of(Fn&& fn) {
   try {
     fn();
     return "";
@@ -101,17 +101,17 @@ Outcome run_failing_program(Engine& engine, std::uint64_t seed, int steps, bool 
     }
     if (with_waits && rng() % 5 == 0) {
       NDArray& a = pick();
-      outcome.waits.push_back(error_of([&] { a.wait_to_read(); }));
+      outcome.waits.push_back(exception_message_of([&] { a.wait_to_read(); }));
     }
   }
   for (int i = 0; i < 1000; ++i) {
-    const std::string error = error_of([&] { engine.wait_all(); });
+    const std::string error = exception_message_of([&] { engine.wait_all(); });
     if (error.empty()) break;
     outcome.wait_all.push_back(error);
   }
   for (const NDArray& a : pool) outcome.arrays.push_back(describe(a));
   pool.clear();
-  for (int i = 0; i < 1000 && !error_of([&] { engine.wait_all(); }).empty(); ++i) {
+  for (int i = 0; i < 1000 && !exception_message_of([&] { engine.wait_all(); }).empty(); ++i) {
   }
   return outcome;
 }

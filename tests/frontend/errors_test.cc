@@ -6,25 +6,6 @@
 
 namespace tandem::testing {
 
-namespace {
-
-// Runs `call`, expects a tandem::Error whose message contains every one of `parts`.
-template <class Call>
-void check_error(Call&& call, std::initializer_list<std::string> parts) {
-  try {
-    call();
-    FAIL("no tandem::Error was thrown; expected one mentioning " << *parts.begin());
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) {
-      INFO("message: " << message);
-      CHECK_MESSAGE(message.find(part) != std::string::npos, "missing \"" << part << "\"");
-    }
-  }
-}
-
-}  // namespace
-
 TEST_SUITE("frontend.errors") {
   TEST_CASE("an accelerator that is not present is named in the error") {
     // Past the last device of each kind (sim devices exist by default, cuda ones with a GPU).

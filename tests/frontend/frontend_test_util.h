@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,37 @@ namespace nd = tandem::nd;
 using nd::DType;
 using nd::NDArray;
 using nd::Shape;
+
+// The message of the tandem::Error that `body` throws; fails the test when it throws none.
+template <class Body>
+std::string error_of(Body&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL("no tandem::Error was thrown");
+  return {};
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Runs `call`, expects a tandem::Error whose message contains every one of `parts`.
+template <class Call>
+void check_error(Call&& call, std::initializer_list<std::string> parts) {
+  try {
+    call();
+    FAIL("no tandem::Error was thrown; expected one mentioning " << *parts.begin());
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    for (const std::string& part : parts) {
+      INFO("message: " << message);
+      CHECK_MESSAGE(message.find(part) != std::string::npos, "missing \"" << part << "\"");
+    }
+  }
+}
 
 // TANDEM_TEST_SCALE (default 1) shrinks the large cases, e.g. 0.05 under sanitizers.
 inline double test_scale() {

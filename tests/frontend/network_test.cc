@@ -7,24 +7,6 @@ namespace tandem::testing {
 
 namespace ag = tandem::autograd;
 
-namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-}  // namespace
-
 TEST_SUITE("frontend.network") {
   TEST_CASE("softmax and log_softmax are stable for large logits") {
     for (Device device : {cpu(), sim(0)}) {

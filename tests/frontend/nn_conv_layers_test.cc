@@ -10,16 +10,6 @@ namespace {
 
 namespace nn = tandem::nn;
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("no tandem::Error was thrown");
-  return {};
-}
-
 void check_same(const NDArray& a, const NDArray& b) {
   REQUIRE(a.shape() == b.shape());
   const auto va = a.to_vector<double>(), vb = b.to_vector<double>();

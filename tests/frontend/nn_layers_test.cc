@@ -14,18 +14,6 @@ namespace {
 
 namespace nn = tandem::nn;
 
-// The message of the tandem::Error that `body` throws.
-template <class Body>
-std::string error_of(Body&& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("no tandem::Error was thrown");
-  return {};
-}
-
 struct Moments {
   double mean = 0, variance = 0, min = 0, max = 0;
 };

@@ -35,17 +35,6 @@ using Pass = nn::PipelineTask::Pass;
   return true;
 }();
 
-template <class Body>
-std::string error_of(Body&& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("no tandem::Error was thrown");
-  return {};
-}
-
 // --- schedules ---------------------------------------------------------------------------------
 
 // Checks that `order` holds every task once, each after the tasks it depends on, and that each

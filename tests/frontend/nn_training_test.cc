@@ -19,17 +19,6 @@ namespace nn = tandem::nn;
 
 constexpr const char* kDigitsDir = TANDEM_DIGITS_DIR;
 
-template <class Body>
-std::string error_of(Body&& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("no tandem::Error was thrown");
-  return {};
-}
-
 const std::vector<double> kWeight{0.5, -1.0, 2.0};
 const std::vector<double> kGrad{1.0, 3.0, -2.0};
 

@@ -24,7 +24,9 @@ struct AcceleratorConfig {
   // The sim cost model: an item on a sim stream lasts
   //   latency + max(flops / compute rate, bytes / bandwidth)
   // where bandwidth is the memory bandwidth on compute streams and the bus bandwidth on copy
-  // streams, or as long as its CPU body really takes when that is longer.
+  // streams, or as long as its CPU body really takes when that is longer. The compute streams of
+  // a device share its compute rate and memory bandwidth: while k items run on them, each
+  // progresses at 1/k of the rate. Each copy and comm stream has its bus rate to itself.
   double sim_gflops = 1000.0;        // compute rate, GFLOP/s
   double sim_memory_gbps = 500.0;    // device memory bandwidth, GB/s
   double sim_bus_gbps = 12.0;        // host<->device and peer bus, GB/s per direction
@@ -60,6 +62,11 @@ struct EngineConfig {
   // Profile the process-wide engine from its creation and write a Chrome/Perfetto trace here
   // when it is destroyed (at exit). Empty: off.
   std::string profile_path{};
+  // Captured graphs (tandem/graph.h): a run of accelerator ops of a captured window that may
+  // form a device graph is recorded into one on its first replay and launched as one unit by
+  // every later replay (a CUDA Graph on cuda, one modelled launch on sim). Off: every
+  // accelerator op of a window is pushed one by one at each replay, e.g. to compare.
+  bool device_graphs = true;
   AcceleratorConfig accel{};
   // spdlog level name: trace, debug, info, warn, error, critical, off.
   std::string log_level = "warn";

@@ -25,9 +25,16 @@
 //
 // Cost: a run of synchronous CPU ops is entered as one op that holds the run's vars; its ops
 // then run from dependencies resolved at capture (a counter per op, reset each replay), so a
-// replayed op costs a small fraction of a push. Accelerator ops and async ops
-// (`async_completion`) are pushed again one by one at replay. docs/design.md ("Captured
-// graphs") has the details.
+// replayed op costs a small fraction of a push. Async ops (`async_completion`) are pushed again
+// one by one at replay, and so are accelerator ops, except for device graphs: a chain of
+// accelerator ops on one device (each reads what the one before it wrote; the rule is in
+// docs/design.md, "Device graphs") is entered as one op that records the chain's device work
+// into a device graph (tandem/accel/device_graph.h; a CUDA Graph on cuda) on the first replay
+// and launches that graph, one launch for the whole chain, on every later one. Their launch
+// functions then run only once, at the first replay: what they enqueue (pointers, sizes,
+// arguments) must be the same at every replay, as it is for arrays whose storage stays in
+// place. EngineConfig::device_graphs (TANDEM_DEVICE_GRAPHS=0) turns them off.
+// docs/design.md ("Captured graphs") has the details.
 //
 // Vars: the graph refers to the vars its ops touch; deleting one while the graph is alive makes
 // replay throw tandem::Error naming it. A var created inside the window (new_var) and deleted
@@ -68,11 +75,15 @@ class CapturedGraph {
   // uses was deleted, or when called inside a capture.
   void replay();
 
-  // The ops recorded, and how many of them a replay pushes one by one (accelerator and async
-  // ops); the others run inside the units of their synchronous CPU segments.
+  // The ops recorded, and how many of them a replay pushes one by one (accelerator ops outside
+  // device graphs, and async ops); the others run inside the units of their synchronous CPU
+  // segments or of their device graphs.
   std::size_t num_ops() const;
   std::size_t num_pushed_ops() const;
   std::size_t num_segments() const;
+  // The device graphs (one unit each at replay) and the accelerator ops they hold.
+  std::size_t num_device_graphs() const;
+  std::size_t num_device_graph_ops() const;
   // Vars the window touched that existed before it: read only, and written.
   std::size_t num_external_reads() const;
   std::size_t num_external_writes() const;

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 
+#include "gradient_buckets.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/multi_device.h"
@@ -17,6 +18,8 @@ struct GradientExchange::State {
     std::shared_ptr<Parameter> parameter;
     std::vector<bool> ready;  // per copy: backward has queued its last gradient op this step
     bool summed = false;      // its allreduce was pushed this step
+    bool all_ready = false;   // every copy is ready this step
+    std::size_t bucket = 0;   // index into buckets, once planned
   };
 
   void report(std::size_t slot_index, std::size_t copy) {
@@ -37,8 +40,35 @@ struct GradientExchange::State {
     for (const bool done : slot.ready) {
       if (!done) return;
     }
-    sum(slot);
-    ++summed_during_backward;
+    slot.all_ready = true;
+    if (!planned) plan();
+    if (!planned) {
+      sum(slot);
+      ++summed_during_backward;
+      return;
+    }
+    // The bucket goes once its last member is ready.
+    const std::vector<std::size_t>& bucket = buckets[slot.bucket];
+    for (const std::size_t member : bucket) {
+      if (!slots[member].all_ready) return;
+    }
+    sum_bucket(bucket);
+    summed_during_backward += bucket.size();
+  }
+
+  // Buckets are planned once every parameter is initialized (a deferred one has no size
+  // before); until then each parameter is summed alone. Caller holds the mutex.
+  void plan() {
+    std::vector<std::shared_ptr<Parameter>> parameters;
+    for (const Slot& slot : slots) {
+      if (!slot.parameter->initialized() && slot.parameter->grad_req() != GradReq::null) return;
+      parameters.push_back(slot.parameter);
+    }
+    buckets = detail::plan_gradient_buckets(parameters, bucket_bytes);
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      for (const std::size_t member : buckets[b]) slots[member].bucket = b;
+    }
+    planned = true;
   }
 
   static void sum(Slot& slot) {
@@ -47,11 +77,20 @@ struct GradientExchange::State {
     slot.summed = true;
   }
 
+  void sum_bucket(const std::vector<std::size_t>& bucket) {
+    auto paused = autograd::pause();
+    std::vector<Parameter*> members;
+    for (const std::size_t member : bucket) members.push_back(slots[member].parameter.get());
+    detail::allreduce_bucket(members);
+    for (const std::size_t member : bucket) slots[member].summed = true;
+  }
+
   // Caller holds the mutex.
   void start_next_step() {
     for (Slot& slot : slots) {
       slot.ready.assign(slot.ready.size(), false);
       slot.summed = false;
+      slot.all_ready = false;
     }
     summed_during_backward = 0;
   }
@@ -59,14 +98,19 @@ struct GradientExchange::State {
   std::mutex mutex;
   std::vector<Slot> slots;
   std::size_t summed_during_backward = 0;
+  std::size_t bucket_bytes = 0;
+  bool planned = false;
+  std::vector<std::vector<std::size_t>> buckets;  // indices into slots
 };
 
-GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters)
+GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters,
+                                   GradientExchangeOptions options)
     : state_(std::make_shared<State>()) {
+  state_->bucket_bytes = options.bucket_bytes;
   state_->slots.reserve(parameters.size());
   for (std::shared_ptr<Parameter>& parameter : parameters) {
     if (parameter == nullptr) throw Error("tandem: GradientExchange: a null parameter");
-    state_->slots.push_back(State::Slot{std::move(parameter), {}, false});
+    state_->slots.push_back(State::Slot{std::move(parameter), {}, false, false, 0});
   }
   const std::weak_ptr<State> weak = state_;
   for (std::size_t i = 0; i < state_->slots.size(); ++i) {
@@ -98,6 +142,11 @@ void GradientExchange::start_next_step() {
 std::size_t GradientExchange::summed_during_backward() const {
   const std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->summed_during_backward;
+}
+
+std::size_t GradientExchange::buckets() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->buckets.size();
 }
 
 }  // namespace tandem::nn

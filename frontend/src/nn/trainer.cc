@@ -18,7 +18,7 @@ Trainer::Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimiz
     trained.push_back(entry.second);
   }
   if (options.exchange == GradientExchangeMode::during_backward) {
-    exchange_ = std::make_unique<GradientExchange>(std::move(trained));
+    exchange_ = std::make_unique<GradientExchange>(std::move(trained), options.exchange_options);
   }
 }
 

@@ -36,6 +36,7 @@
 #include <functional>
 #include <memory>
 
+#include "tandem/accel/device_graph.h"
 #include "tandem/device.h"
 #include "tandem/op_props.h"
 
@@ -104,6 +105,20 @@ class Stream {
   // Blocks the calling thread until all work enqueued so far has finished; throws its error.
   // For waits and tests, never for per-op completion.
   virtual void synchronize() = 0;
+
+  // Device graphs (tandem/accel/device_graph.h). Between begin_graph_capture() and
+  // end_graph_capture() (or abort_graph_capture()), the work enqueued on this stream is
+  // recorded into a graph instead of run. One capture per stream at a time, by the thread that
+  // drives the stream. A backend without graphs answers false to supports_graph_capture() and
+  // throws tandem::Error from begin_graph_capture().
+  virtual bool supports_graph_capture() const { return false; }
+  virtual void begin_graph_capture();
+  // Ends the capture and returns the graph; throws tandem::Error (the capture then ended
+  // without a graph) if the runtime refuses it.
+  virtual std::unique_ptr<DeviceGraph> end_graph_capture();
+  // Ends the capture, dropping what was recorded (after an exception during it). No-op when
+  // no capture is open.
+  virtual void abort_graph_capture() noexcept {}
 };
 
 }  // namespace tandem

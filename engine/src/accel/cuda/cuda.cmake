@@ -4,6 +4,7 @@ find_package(CUDAToolkit REQUIRED)
 target_sources(tandem_engine PRIVATE
   src/accel/cuda/cuda_accelerator.cc
   src/accel/cuda/cuda_check.cc
+  src/accel/cuda/cuda_device_graph.cc
   src/accel/cuda/cuda_event.cc
   src/accel/cuda/cuda_memory.cc
   src/accel/cuda/cuda_stream.cc

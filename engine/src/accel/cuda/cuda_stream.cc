@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cuda_check.h"
+#include "cuda_device_graph.h"
 #include "cuda_memory.h"
 #include "logging.h"
 #include "tandem/errors.h"
@@ -135,6 +136,7 @@ void CudaStream::wait_for_order(const EventRef& event) {
 }
 
 void CudaStream::wait_on(const EventRef& event, bool inherit_error) {
+  refuse_in_capture(inherit_error ? "wait" : "wait_for_order");
   if (!event) return;
   auto* cuda_event = dynamic_cast<CudaEvent*>(event.get());
   if (cuda_event == nullptr) {
@@ -166,6 +168,7 @@ void CudaStream::wait_on(const EventRef& event, bool inherit_error) {
 }
 
 EventRef CudaStream::record(bool timing) {
+  refuse_in_capture("record");
   // The reference is taken (and completed) before the event is recorded, so elapsed times
   // from it are never negative.
   std::shared_ptr<const TimingReference> reference = timing ? clock_->reference() : nullptr;
@@ -185,6 +188,7 @@ EventRef CudaStream::record(bool timing) {
 }
 
 void CudaStream::enqueue_host(std::function<void()> work, WorkCost) {
+  refuse_in_capture("enqueue_host");
   auto item = std::make_unique<HostItem>();
   item->work = std::move(work);
   item->unreported = unreported_;
@@ -227,6 +231,50 @@ void CudaStream::synchronize() {
   }
   // A host item of an earlier segment that failed since the last synchronize().
   if (std::exception_ptr earlier = unreported_->take()) std::rethrow_exception(earlier);
+}
+
+void CudaStream::refuse_in_capture(const char* call) const {
+  if (!capturing_) return;
+  throw Error("tandem: " + name_ + " is capturing a CUDA graph: " + call +
+              " cannot be captured (only kernels, copies and cuBLAS calls on the stream can)");
+}
+
+void CudaStream::begin_graph_capture() {
+  if (capturing_) {
+    throw Error("tandem: " + name_ + " is already capturing a CUDA graph: end that capture first");
+  }
+  if (queue_ == Queue::compute) (void)cublas();  // its workspace is allocated outside the capture
+  DeviceGuard guard(device_);
+  TANDEM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), device_);
+  capturing_ = true;
+}
+
+std::unique_ptr<DeviceGraph> CudaStream::end_graph_capture() {
+  if (!capturing_) throw Error("tandem: " + name_ + " has no CUDA graph capture to end");
+  capturing_ = false;
+  DeviceGuard guard(device_);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t status = cudaStreamEndCapture(stream_, &graph);
+  if (status != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    // Names the refusal, e.g. a capture invalidated by a cudaMalloc or a legacy-stream sync.
+    check_cuda(status, "cudaStreamEndCapture", device_);
+  }
+  return std::make_unique<CudaDeviceGraph>(device_, graph);  // instantiates it
+}
+
+void CudaStream::abort_graph_capture() noexcept {
+  if (!capturing_) return;
+  capturing_ = false;
+  try {
+    DeviceGuard guard(device_);
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph != nullptr) {
+      (void)cudaGraphDestroy(graph);
+    }
+  } catch (...) {
+  }
+  (void)cudaGetLastError();  // an invalidated capture's error is not for later checks
 }
 
 cublasHandle_t CudaStream::cublas() {

@@ -10,6 +10,13 @@
 // - copy(): cudaMemcpyAsync(cudaMemcpyDefault) (unified addressing tells the direction);
 //   the peer and comm streams use cudaMemcpyPeerAsync between two devices' memory.
 // - compute streams own a cuBLAS handle bound to the stream with its own workspace.
+// - begin_graph_capture()/end_graph_capture(): a CUDA Graph by stream capture
+//   (cuda_device_graph.h). The cuBLAS handle is created before the capture starts, so that its
+//   workspace is allocated (cudaMalloc) outside it and cuBLAS calls in the capture use that
+//   user-set workspace rather than allocating one per capture. While capturing, wait(),
+//   wait_for_order(), record() and enqueue_host() throw tandem::Error: their bookkeeping
+//   (events of this stream's segments, host items freed after one run) is per launch, not per
+//   graph.
 //
 // Enqueuing methods may be called from any thread but not concurrently on one stream with
 // cuBLAS use (the engine drives a stream from one thread at a time).
@@ -50,6 +57,11 @@ class CudaStream final : public Stream {
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override;
 
+  bool supports_graph_capture() const override { return true; }
+  void begin_graph_capture() override;
+  std::unique_ptr<DeviceGraph> end_graph_capture() override;
+  void abort_graph_capture() noexcept override;
+
   cudaStream_t handle() const { return stream_; }
   // The stream's cuBLAS handle, created on first use (compute streams only).
   cublasHandle_t cublas();
@@ -59,6 +71,8 @@ class CudaStream final : public Stream {
   // wait() and wait_for_order(): the device-side wait, and with `inherit_error` the failure of
   // the event's segment carried into this stream's open segment.
   void wait_on(const EventRef& event, bool inherit_error);
+  // Throws tandem::Error naming `call` while a graph capture is open.
+  void refuse_in_capture(const char* call) const;
 
   const int device_;
   const Queue queue_;
@@ -74,6 +88,9 @@ class CudaStream final : public Stream {
   std::shared_ptr<StreamSegment> segment_;
   // First failure of a host item since the last synchronize(), shared with the host items.
   const std::shared_ptr<FirstError> unreported_ = std::make_shared<FirstError>();
+
+  // A graph capture is open: set and read by the thread that drives the stream.
+  bool capturing_ = false;
 
   std::once_flag cublas_once_;
   cublasHandle_t cublas_ = nullptr;

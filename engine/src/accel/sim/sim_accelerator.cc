@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim_memory.h"
+#include "sim_shared_rate.h"
 #include "sim_stream.h"
 #include "tandem/accel/stream_set.h"
 
@@ -28,13 +29,14 @@ class SimAccelerator final : public Accelerator {
         streams_(
             device_, std::max(1, config.compute_streams),
             [this](Queue queue, int index, std::string name) {
-              // Compute streams are bound by device memory, the others by the bus.
+              // Compute streams are bound by device memory and share the device's rate; the
+              // others are bound by the bus and have their rate to themselves.
+              const bool compute = queue == Queue::compute;
               const SimStreamModel model{
                   .flops_per_s = config_.sim_gflops * 1e9,
-                  .bytes_per_s =
-                      (queue == Queue::compute ? config_.sim_memory_gbps : config_.sim_bus_gbps) *
-                      1e9,
-                  .latency = latency(config_)};
+                  .bytes_per_s = (compute ? config_.sim_memory_gbps : config_.sim_bus_gbps) * 1e9,
+                  .latency = latency(config_),
+                  .shared_rate = compute ? compute_rate_ : nullptr};
               return std::make_unique<SimStream>(device_, queue, index, std::move(name), model);
             }) {}
 
@@ -44,7 +46,7 @@ class SimAccelerator final : public Accelerator {
     char text[256];
     std::snprintf(text, sizeof text,
                   "%s: modelled accelerator, %.0f GFLOP/s, %.0f GB/s memory, %.1f GB/s bus, "
-                  "%.1f us latency, %zu MB, %d compute streams",
+                  "%.1f us latency, %zu MB, %d compute streams sharing the rate",
                   to_string(device_).c_str(), config_.sim_gflops, config_.sim_memory_gbps,
                   config_.sim_bus_gbps, config_.sim_latency_us, config_.sim_memory_mb,
                   compute_streams());
@@ -66,6 +68,8 @@ class SimAccelerator final : public Accelerator {
 
   const Device device_;
   const AcceleratorConfig config_;
+  // What the compute streams share (declared before streams_, which are made with it).
+  const std::shared_ptr<SimSharedRate> compute_rate_ = std::make_shared<SimSharedRate>();
   // The pools outlive the streams (declared first, destroyed last): stream items may free blocks.
   MemoryPool device_pool_;
   MemoryPool pinned_pool_;

@@ -26,13 +26,6 @@ std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
 // of the model, for at most this much CPU per item.
 constexpr auto kSpinTail = std::chrono::microseconds(100);
 
-void wait_until_precisely(std::chrono::steady_clock::time_point deadline) {
-  if (deadline - std::chrono::steady_clock::now() > kSpinTail) {
-    std::this_thread::sleep_until(deadline - kSpinTail);
-  }
-  while (std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-}
-
 // The default timer slack (50 us) lets the kernel end a sleep that much late; a stream's sleeps
 // model device time, so it asks for none.
 void use_precise_timers() {
@@ -43,11 +36,21 @@ void use_precise_timers() {
 
 }  // namespace
 
-std::chrono::nanoseconds SimStreamModel::duration(const WorkCost& cost) const {
+void wait_until_precisely(std::chrono::steady_clock::time_point deadline) {
+  if (deadline - std::chrono::steady_clock::now() > kSpinTail) {
+    std::this_thread::sleep_until(deadline - kSpinTail);
+  }
+  while (std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+}
+
+std::chrono::nanoseconds SimStreamModel::work(const WorkCost& cost) const {
   const double compute_s = flops_per_s > 0 ? cost.flops / flops_per_s : 0.0;
   const double transfer_s = bytes_per_s > 0 ? cost.bytes / bytes_per_s : 0.0;
-  const double work_ns = std::max(compute_s, transfer_s) * 1e9;
-  return latency + std::chrono::nanoseconds(static_cast<std::int64_t>(work_ns));
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::max(compute_s, transfer_s) * 1e9));
+}
+
+std::chrono::nanoseconds SimStreamModel::duration(const WorkCost& cost) const {
+  return latency + work(cost);
 }
 
 SimStream::SimStream(Device device, Queue queue, int index, std::string name, SimStreamModel model)
@@ -70,6 +73,10 @@ SimStream::~SimStream() {
 void SimStream::push(Item item) {
   {
     std::unique_lock lock(mutex_);
+    if (capture_) {
+      record_in_capture(item);
+      return;
+    }
     not_full_.wait(lock, [this] { return items_.size() < kCapacity; });
     items_.push_back(std::move(item));
     queued_.fetch_add(1, std::memory_order_release);
@@ -169,14 +176,31 @@ void SimStream::fail(std::exception_ptr error) {
 
 template <class Body>
 void SimStream::hold(const WorkCost& cost, Body&& body) {
+  count_modelled(model_.duration(cost));
   if (segment_error_) return;  // downstream of a failure: skipped, like a poisoned op
   const auto start = std::chrono::steady_clock::now();
+  SimSharedRate* const shared = model_.shared_rate.get();
+  // The share starts with the body, so a body that really takes longer is not charged twice.
+  const SimSharedRate::Ticket ticket = shared ? shared->start(start, model_.work(cost)) : 0;
   try {
     body();
   } catch (...) {
     fail(std::current_exception());
   }
-  wait_until_precisely(start + model_.duration(cost));
+  if (!shared) {
+    wait_until_precisely(start + model_.duration(cost));
+    return;
+  }
+  // A finish time only moves later (other kernels start), so sleep until it and ask again.
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto share_ends = shared->finish_time(ticket, now);
+    if (share_ends <= now) {
+      wait_until_precisely(share_ends + model_.latency);
+      return;
+    }
+    wait_until_precisely(share_ends);
+  }
 }
 
 void SimStream::process(Item& item) {
@@ -198,6 +222,10 @@ void SimStream::process(Item& item) {
     case Kind::record:
       item.event->complete(std::exchange(segment_error_, nullptr),
                            steady_ns(std::chrono::steady_clock::now()));
+      break;
+    case Kind::graph:
+      run_graph(*item.graph);
+      item.graph.reset();
       break;
   }
 }

@@ -4,11 +4,14 @@
 // A host item or a copy is *held* for its modelled duration
 //   latency + max(flops / compute rate, bytes / bandwidth)
 // (bandwidth: device memory on compute streams, the bus on copy and comm streams), or for as long
-// as its body really takes when that is longer. Holding sleeps until 100 us before the end and
-// spins, yielding, for the rest (a sleep alone overshoots by 30-80 us on a VM, ten times a short
-// kernel); an idle stream polls for work for 30 us before it sleeps, and a wait on an event
-// polls as long before it sleeps. That is at most ~160 us of CPU per item, given back through
-// the yields to the CPU work the streams overlap with; long items sleep for all but their tail.
+// as its body really takes when that is longer. The compute streams of one device share its rate
+// (SimSharedRate): while k items run on them, each gets 1/k of the rate, and the latency, which
+// is not shared, follows the shared part. A copy or comm stream has its rate to itself. Holding
+// sleeps until 100 us before the end and spins, yielding, for the rest (a sleep alone overshoots by
+// 30-80 us on a VM, ten times a short kernel); an idle stream polls for work for 30 us before it
+// sleeps, and a wait on an event polls as long before it sleeps. That is at most ~160 us of CPU per
+// item, given back through the yields to the CPU work the streams overlap with; long items sleep
+// for all but their tail.
 //
 // Invariants:
 // - Only the stream thread runs items, one at a time, in enqueue order.
@@ -20,6 +23,8 @@
 //   caught up (like a full CUDA launch queue). This cannot deadlock: an event is recorded
 //   (enqueued) before any wait on it, so every wait names work that is already queued.
 // - An idle stream thread polls for work for kIdleSpin, then sleeps on `not_empty_` (0% CPU).
+// - While a device-graph capture is open (`capture_`), host items and copies go into it instead
+//   of the FIFO; a launch of the graph is one item (sim_device_graph.cc).
 #pragma once
 
 #include <atomic>
@@ -36,7 +41,9 @@
 #include <string>
 #include <thread>
 
+#include "sim_device_graph.h"
 #include "sim_event.h"
+#include "sim_shared_rate.h"
 #include "tandem/accel/stream.h"
 
 namespace tandem::detail {
@@ -46,9 +53,18 @@ struct SimStreamModel {
   double flops_per_s = 1e12;
   double bytes_per_s = 1e10;
   std::chrono::nanoseconds latency{5000};
-  // How long an item with `cost` is held.
+  // The device's compute capacity, shared with its other compute streams; null on copy and comm
+  // streams, which have their rate to themselves.
+  std::shared_ptr<SimSharedRate> shared_rate;
+  // How long an item with `cost` takes at the full rate, without the latency.
+  std::chrono::nanoseconds work(const WorkCost& cost) const;
+  // How long an item with `cost` is held when it has the rate to itself: latency + work.
   std::chrono::nanoseconds duration(const WorkCost& cost) const;
 };
+
+// Sleeps until shortly before `deadline`, then spins (yielding) up to it: how a stream holds
+// an item for its modelled duration without the coarseness of a sleep.
+void wait_until_precisely(std::chrono::steady_clock::time_point deadline);
 
 class SimStream final : public Stream {
  public:
@@ -75,28 +91,51 @@ class SimStream final : public Stream {
   // synchronize (a failed item, or a failed event this stream waited on), if any.
   void synchronize() override;
 
+  bool supports_graph_capture() const override { return true; }
+  void begin_graph_capture() override;
+  std::unique_ptr<DeviceGraph> end_graph_capture() override;
+  void abort_graph_capture() noexcept override;
+  // Enqueues one launch of a captured graph (SimDeviceGraph::launch).
+  void launch_graph(std::shared_ptr<const SimGraphItems> graph);
+
   const SimStreamModel& model() const { return model_; }
+  // The modelled clock: the sum of the modelled durations of the items this stream has held
+  // (host items, copies, graph launches; waits and records cost nothing), and how many launch
+  // latencies they paid (one per host item or copy, one per graph launch). Counted as each
+  // item ends; skipped items count as well, as a device would still launch them.
+  std::int64_t modelled_busy_ns() const {
+    return modelled_busy_ns_.load(std::memory_order_acquire);
+  }
+  std::uint64_t launches() const { return launches_.load(std::memory_order_acquire); }
 
  private:
-  enum class Kind : std::uint8_t { host, copy, wait, record };
+  enum class Kind : std::uint8_t { host, copy, wait, record, graph };
   struct Item {
     Kind kind = Kind::host;
-    std::function<void()> work;       // host
-    WorkCost cost;                    // host, copy
-    void* dst = nullptr;              // copy
-    const void* src = nullptr;        // copy
-    std::shared_ptr<SimEvent> event;  // wait, record
-    bool inherit_error = true;        // wait: a failed event fails this segment
+    std::function<void()> work;                  // host
+    WorkCost cost;                               // host, copy
+    void* dst = nullptr;                         // copy
+    const void* src = nullptr;                   // copy
+    std::shared_ptr<SimEvent> event;             // wait, record
+    bool inherit_error = true;                   // wait: a failed event fails this segment
+    std::shared_ptr<const SimGraphItems> graph;  // graph
   };
 
   void push(Item item);
+  // push() while a capture is open (mutex_ held): a host item or copy joins the capture;
+  // anything else throws tandem::Error.
+  void record_in_capture(Item& item);
   void push_wait(const EventRef& event, bool inherit_error);
   void run();
   void process(Item& item);
-  // Runs `body` unless the segment has failed, then holds until `start + duration`.
+  // Runs `body` unless the segment has failed, then holds until the modelled end: `start +
+  // duration`, or on a shared rate, the end of its share plus the latency.
   template <class Body>
   void hold(const WorkCost& cost, Body&& body);
   void fail(std::exception_ptr error);
+  // A graph launch: its items in order, one latency for all (sim_device_graph.cc).
+  void run_graph(const SimGraphItems& graph);
+  void count_modelled(std::chrono::nanoseconds duration) noexcept;
 
   const Device device_;
   const Queue queue_;
@@ -112,8 +151,11 @@ class SimStream final : public Stream {
   std::atomic<std::size_t> queued_{0};
   // How long an idle stream thread polls for work before it sleeps on not_empty_.
   static constexpr std::chrono::microseconds kIdleSpin{30};
-  bool stopping_ = false;          // guarded by mutex_
-  std::exception_ptr unreported_;  // guarded by mutex_: first failure since synchronize()
+  bool stopping_ = false;                   // guarded by mutex_
+  std::exception_ptr unreported_;           // guarded by mutex_: first failure since synchronize()
+  std::shared_ptr<SimGraphItems> capture_;  // guarded by mutex_: the open capture, if any
+  std::atomic<std::int64_t> modelled_busy_ns_{0};
+  std::atomic<std::uint64_t> launches_{0};
 
   std::exception_ptr segment_error_;  // stream thread only
   std::thread thread_;

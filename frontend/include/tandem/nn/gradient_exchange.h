@@ -28,6 +28,13 @@
 // count. The sums are the ones Trainer::allreduce_grads would push, so the results are the
 // same bits as summing at the step.
 //
+// Buckets (PyTorch DDP's bucket_cap_mb): parameters with small gradients are summed together, one
+// allreduce of their concatenation per bucket of up to GradientExchangeOptions::bucket_bytes
+// instead of one per parameter, pushed once the bucket's last member is ready. Buckets are
+// planned at the first report after every parameter is initialized, from the last parameter to
+// the first (backward's order); each element is summed in the same order as alone, so the
+// results are the same bits (details in frontend/src/nn/gradient_buckets.h).
+//
 // A copy whose gradient is produced twice before finish() (two backward calls on one device's
 // loss with GradReq::write) is refused with a tandem::Error from that backward: the first
 // gradient may already have been summed and sent to the other devices.
@@ -41,11 +48,21 @@
 
 namespace tandem::nn {
 
+struct GradientExchangeOptions {
+  // Most gradient bytes (per device) summed by one bucket's allreduce; 0: one allreduce per
+  // parameter. Parameters with larger gradients, or that the ring would carry (kRingMinimumBytes
+  // and up on 3 or more devices), are summed alone. Small, so that a small network still gets
+  // several buckets and the first ones start while backward runs (a bucket waits for its last
+  // member; PyTorch DDP's first bucket is small for the same reason).
+  std::size_t bucket_bytes = 64 << 10;
+};
+
 class GradientExchange {
  public:
   // Installs the callbacks on `parameters` (replacing any other exchange's). Parameters with
   // one copy are never summed; deferred ones are covered once their copies exist.
-  explicit GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters);
+  explicit GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters,
+                            GradientExchangeOptions options = {});
   GradientExchange(const GradientExchange&) = delete;
   GradientExchange& operator=(const GradientExchange&) = delete;
   // The callbacks stay installed but do nothing once the exchange is gone.
@@ -59,6 +76,8 @@ class GradientExchange {
 
   // Parameters summed from inside backward() since the last finish() (for tests and reports).
   std::size_t summed_during_backward() const;
+  // Buckets of the plan (0 before it is made: see above).
+  std::size_t buckets() const;
 
  private:
   struct State;

@@ -46,6 +46,8 @@ enum class GradientExchangeMode {
 
 struct TrainerOptions {
   GradientExchangeMode exchange = GradientExchangeMode::at_step;
+  // during_backward only: how the exchange groups small gradients (GradientExchangeOptions).
+  GradientExchangeOptions exchange_options{};
 };
 
 class Trainer {
