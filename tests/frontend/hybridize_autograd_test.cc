@@ -11,20 +11,6 @@ namespace ag = tandem::autograd;
 
 namespace {
 
-template <class Call>
-std::string error_of(Call&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 std::vector<float> values(const NDArray& x) {
   return x.to_vector<float>();
 }
