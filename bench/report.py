@@ -582,6 +582,21 @@ def render_graph(records, meta):
                         [fmt_s(seconds[name]) for name in GRAPH_SYSTEMS] +
                         [ratio("eager", "hybridized"), ratio("hybridized", "plain_loops"),
                          ratio("hybridized", "jax_jit")]])
+    train = by_key([r for r in records if r.get("workload") == "hybridize_mlp_train"])
+    eager_train = train.get(("hybridize_mlp_train", "eager"))
+    hybrid_train = train.get(("hybridize_mlp_train", "hybridized"))
+    if eager_train or hybrid_train:
+        sample = eager_train or hybrid_train
+        eager_s = (eager_train or {}).get("seconds")
+        hybrid_s = (hybrid_train or {}).get("seconds")
+        lines += ["**hybridize_mlp_train**: training steps (forward under "
+                  "`autograd::record()`, backward, SGD step) of the same MLP, eager vs "
+                  "hybridized (the forward and the backward recorded once, replayed); waiting "
+                  "once at the end, the best of interleaved rounds.", ""]
+        lines += table(["model", "device", "steps", "eager", "hybridized", "eager / hybridized"],
+                       [[sample.get("model", "—"), sample.get("device", "—"),
+                         fmt_cell(sample.get("steps")), fmt_s(eager_s), fmt_s(hybrid_s),
+                         fmt_ratio(eager_s / hybrid_s) if eager_s and hybrid_s else "—"]])
     lines += render_device_graphs(records)
     return "\n".join(lines).rstrip() + "\n"
 

@@ -5,6 +5,8 @@
 // Writes a JSON list of records:
 //   {"workload": "hybridize_mlp", "system": "eager" | "hybridized" | "hybridized_copied" |
 //    "plain_loops", "seconds", "calls", "model", "device"}
+//   {"workload": "hybridize_mlp_train", "system": "eager" | "hybridized", "seconds", "steps",
+//    "model", "device"}
 //   {"workload": "replay_sim_tiny_ops", "system": "push" | "replay" | "replay_device_graph",
 //    "modelled_us", "seconds", "ops", "latency_us", "device"}
 // and the targets. The engine-level measures of captured graphs (replay_ns_per_op,
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "hybridize_mlp.h"
+#include "hybridize_mlp_train.h"
 #include "records.h"
 #include "replay_sim_tiny_ops.h"
 
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   tandem::bench::Records records;
   try {
     tandem::bench::run_hybridize_mlp(quick, records);
+    tandem::bench::run_hybridize_mlp_train(quick, records);
     tandem::bench::run_replay_sim_tiny_ops(quick, records);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_graph: %s\n", e.what());

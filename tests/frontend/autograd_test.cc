@@ -393,4 +393,86 @@ TEST_SUITE("frontend.autograd") {
   }
 }
 
+TEST_SUITE("frontend.autograd_grad") {
+  TEST_CASE("grad returns what backward would write, and writes no buffer and calls no hook") {
+    const NDArray x = nd::from_vector(std::vector<double>{1, 2, 3}, {3});
+    NDArray w = nd::from_vector(std::vector<double>{0.5, -1, 2}, {3});
+    NDArray b = nd::from_vector(std::vector<double>{1}, {1});
+    w.attach_grad();
+    b.attach_grad(ag::GradReq::add);
+    int hook_calls = 0;
+    ag::add_gradient_ready_hook(w, [&](const NDArray&) { ++hook_calls; });
+    NDArray loss;
+    {
+      auto scope = ag::record();
+      loss = nd::sum(nd::square(x * w + b));
+    }
+    const std::vector<NDArray> grads = ag::grad({loss}, {w, b}, {}, true);
+    REQUIRE(grads.size() == 2);
+    // d/dw = 2 (x w + b) x = 2 * (1.5, -1, 7) * (1, 2, 3); d/db = 2 * sum(x w + b).
+    check_close(values(grads[0]), {3, -4, 42});
+    check_close(values(grads[1]), {15});
+    CHECK(values(w.grad()) == std::vector<double>{0, 0, 0});
+    CHECK(values(b.grad()) == std::vector<double>{0});
+    CHECK(hook_calls == 0);
+    loss.backward();  // the graph was retained: backward still works and agrees
+    CHECK(values(w.grad()) == values(grads[0]));
+    CHECK(hook_calls == 1);
+  }
+
+  TEST_CASE("grad with respect to an intermediate, and a variable the heads do not reach") {
+    NDArray x = nd::from_vector(std::vector<double>{1, -2}, {2});
+    NDArray unused = nd::ones({2}, nd::float64);
+    x.attach_grad();
+    unused.attach_grad();
+    NDArray hidden, loss;
+    {
+      auto scope = ag::record();
+      hidden = x * 3;
+      loss = nd::sum(hidden * hidden);
+    }
+    const std::vector<NDArray> grads = ag::grad({loss}, {hidden, unused, x});
+    check_close(values(grads[0]), {6, -12});  // 2 * hidden
+    CHECK_FALSE(grads[1].defined());
+    check_close(values(grads[2]), {18, -36});  // 2 * hidden * 3
+    // Without retain_graph the walked part is released.
+    CHECK(contains(error_of([&] { ag::grad({loss}, {x}); }), "retain_graph"));
+  }
+
+  TEST_CASE("grad with head gradients and several heads") {
+    NDArray x = nd::from_vector(std::vector<double>{1, 2}, {2});
+    x.attach_grad();
+    NDArray y, z;
+    {
+      auto scope = ag::record();
+      y = x * x;
+      z = x * 10;
+    }
+    const NDArray dy = nd::from_vector(std::vector<double>{1, -1}, {2});
+    const NDArray dz = nd::from_vector(std::vector<double>{0.5, 0.5}, {2});
+    check_close(values(ag::grad({y, z}, {x}, {dy, dz})[0]), {2 + 5, -4 + 5});
+  }
+
+  TEST_CASE("grad refuses variables without a gradient and the head mistakes of backward") {
+    NDArray x = nd::ones({2}, nd::float64);
+    x.attach_grad();
+    NDArray frozen = nd::ones({2}, nd::float64);
+    frozen.attach_grad(ag::GradReq::null);
+    const NDArray plain = nd::ones({2}, nd::float64);
+    NDArray loss;
+    {
+      auto scope = ag::record();
+      loss = nd::sum(x * frozen * plain);
+    }
+    const std::string not_needed = error_of([&] { ag::grad({loss}, {plain}, {}, true); });
+    CHECK(contains(not_needed, "autograd::grad"));
+    CHECK(contains(not_needed, "variable 0"));
+    CHECK(contains(error_of([&] { ag::grad({loss}, {x, frozen}, {}, true); }), "variable 1"));
+    CHECK(contains(error_of([&] { ag::grad({plain}, {x}); }), "does not depend"));
+    CHECK(contains(error_of([&] { ag::grad({}, {x}); }), "no heads"));
+    CHECK(contains(error_of([&] { ag::grad({loss}, {NDArray()}); }), "grad"));
+    CHECK(contains(error_of([&] { ag::grad({x * 2}, {x}); }), "does not depend"));
+  }
+}
+
 }  // namespace tandem::testing

@@ -97,13 +97,16 @@ void deliver_to_leaf(Node& leaf, const NDArray& gradient) {
   for (const GradientReadyHook& hook : leaf.ready_hooks) hook(leaf.grad);
 }
 
-}  // namespace
-
-void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& head_grads,
-              bool retain_graph) {
-  if (heads.empty()) throw Error("tandem: backward: no heads given");
+// The walk of backward() and grad(). Without `targets` (backward) every leaf reached gets its
+// gradient delivered to its buffer; with them (grad) no buffer is written and no hook called:
+// the gradient arriving at each target (node, output) is returned instead (null when none
+// arrives), and only the nodes from which a target can be reached are walked.
+std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& heads,
+                                   const std::vector<NDArray>& head_grads, bool retain_graph,
+                                   const std::vector<detail::Edge>* targets) {
+  if (heads.empty()) throw Error(std::string("tandem: ") + op + ": no heads given");
   if (!head_grads.empty() && head_grads.size() != heads.size()) {
-    throw Error("tandem: backward: " + std::to_string(heads.size()) + " heads but " +
+    throw Error(std::string("tandem: ") + op + ": " + std::to_string(heads.size()) + " heads but " +
                 std::to_string(head_grads.size()) + " head gradients (give none or one per head)");
   }
   // The gradient ops are not recorded themselves.
@@ -111,9 +114,9 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
   std::unordered_map<const Node*, std::vector<NDArray>> gradients;
   for (std::size_t i = 0; i < heads.size(); ++i) {
     const NDArray& head = heads[i];
-    nd::detail::check_defined("backward", head);
+    nd::detail::check_defined(op, head);
     if (!detail::needs_grad(head)) {
-      throw Error("tandem: backward: the head (shape " + head.shape().to_string() +
+      throw Error(std::string("tandem: ") + op + ": the head (shape " + head.shape().to_string() +
                   ") does not depend on any array with attach_grad() through ops recorded "
                   "inside autograd::record(); nothing to differentiate");
     }
@@ -121,16 +124,17 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
     if (head_grad.defined()) {
       if (!(head_grad.shape() == head.shape()) || head_grad.dtype() != head.dtype() ||
           head_grad.device() != head.device()) {
-        throw Error("tandem: backward: the head gradient (shape " + head_grad.shape().to_string() +
-                    ", " + dtype_name(head_grad.dtype()) + ", " + to_string(head_grad.device()) +
-                    ") must match the head (shape " + head.shape().to_string() + ", " +
-                    dtype_name(head.dtype()) + ", " + to_string(head.device()) + ")");
+        throw Error(std::string("tandem: ") + op + ": the head gradient (shape " +
+                    head_grad.shape().to_string() + ", " + dtype_name(head_grad.dtype()) + ", " +
+                    to_string(head_grad.device()) + ") must match the head (shape " +
+                    head.shape().to_string() + ", " + dtype_name(head.dtype()) + ", " +
+                    to_string(head.device()) + ")");
       }
       head_grad = head_grad.detach();
     } else {
       if (head.size() != 1) {
-        throw Error("tandem: backward: the head has shape " + head.shape().to_string() + " (" +
-                    std::to_string(head.size()) +
+        throw Error(std::string("tandem: ") + op + ": the head has shape " +
+                    head.shape().to_string() + " (" + std::to_string(head.size()) +
                     " elements); backward without a head gradient needs a one-element head "
                     "(sum it, or pass head_grad)");
       }
@@ -155,6 +159,28 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
       if (edge.node != nullptr && edge.node->leaf) ++unwalked_leaf_edges[edge.node.get()];
     }
   }
+  // grad(): which nodes lead to a target (walked in reverse, every node's inputs come first),
+  // and where each target's gradient goes in the result.
+  std::vector<NDArray> target_gradients(targets != nullptr ? targets->size() : 0);
+  std::unordered_set<const Node*> leads_to_target;
+  std::unordered_map<const Node*, std::vector<std::size_t>> targets_of_node;
+  if (targets != nullptr) {
+    for (std::size_t t = 0; t < targets->size(); ++t) {
+      targets_of_node[(*targets)[t].node.get()].push_back(t);
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Node* node = it->get();
+      bool leads = targets_of_node.contains(node);
+      for (const detail::Edge& edge : node->inputs)
+        leads = leads || (edge.node != nullptr && leads_to_target.contains(edge.node.get()));
+      if (leads) leads_to_target.insert(node);
+    }
+  }
+  const auto take_target_gradients = [&](const Node& node, const std::vector<NDArray>& slots) {
+    auto found = targets_of_node.find(&node);
+    if (found == targets_of_node.end()) return;
+    for (std::size_t t : found->second) target_gradients[t] = slots[(*targets)[t].output];
+  };
   const auto deliver_if_pending = [&](Node& leaf) {
     auto found = gradients.find(&leaf);
     if (found == gradients.end()) return;
@@ -166,21 +192,30 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
   for (const auto& node : order) {
     if (node->leaf) {
       // Reached here only when no walked node reads it (a head that is itself attached),
-      // or already delivered.
-      deliver_if_pending(*node);
+      // or already delivered. grad() collects the leaves' gradients after the walk.
+      if (targets == nullptr) deliver_if_pending(*node);
       continue;
     }
+    if (targets != nullptr && !leads_to_target.contains(node.get())) continue;
     auto found = gradients.find(node.get());
     if (found == gradients.end()) continue;  // every path to it carried no gradient
     std::vector<NDArray> output_grads = std::move(found->second);
     gradients.erase(found);
+    if (targets != nullptr) {
+      take_target_gradients(*node, output_grads);
+      bool inputs_lead = false;
+      for (const detail::Edge& edge : node->inputs)
+        inputs_lead =
+            inputs_lead || (edge.node != nullptr && leads_to_target.contains(edge.node.get()));
+      if (!inputs_lead) continue;  // a target below which no other target lies
+    }
     for (std::size_t i = 0; i < output_grads.size(); ++i)
       if (!output_grads[i].defined()) output_grads[i] = zeros_for(node->outputs[i]);
     std::vector<NDArray> input_grads = node->backward(output_grads);
     output_grads.clear();
     if (input_grads.size() != node->inputs.size()) {
-      throw Error("tandem: backward: the gradient rule of op '" + node->name + "' returned " +
-                  std::to_string(input_grads.size()) + " gradients for " +
+      throw Error(std::string("tandem: ") + op + ": the gradient rule of op '" + node->name +
+                  "' returned " + std::to_string(input_grads.size()) + " gradients for " +
                   std::to_string(node->inputs.size()) + " inputs");
     }
     for (std::size_t i = 0; i < input_grads.size(); ++i) {
@@ -189,7 +224,7 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
       const detail::OutputInfo& expected = edge.node->outputs[edge.output];
       if (!(input_grads[i].shape() == expected.shape) || input_grads[i].dtype() != expected.dtype ||
           input_grads[i].device() != expected.device) {
-        throw Error("tandem: backward: the gradient rule of op '" + node->name +
+        throw Error(std::string("tandem: ") + op + ": the gradient rule of op '" + node->name +
                     "' returned for input " + std::to_string(i) + " an array of shape " +
                     input_grads[i].shape().to_string() + " (" + dtype_name(input_grads[i].dtype()) +
                     ", " + to_string(input_grads[i].device()) + "); the input has shape " +
@@ -201,7 +236,7 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
       accumulate(slots[edge.output], std::move(input_grads[i]));
     }
     for (const detail::Edge& edge : node->inputs) {
-      if (edge.node == nullptr || !edge.node->leaf) continue;
+      if (targets != nullptr || edge.node == nullptr || !edge.node->leaf) continue;
       if (--unwalked_leaf_edges[edge.node.get()] == 0) deliver_if_pending(*edge.node);
     }
     if (!retain_graph) {
@@ -211,7 +246,44 @@ void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& hea
       node->released = true;
     }
   }
+  for (const auto& [node, slots] : gradients) {
+    if (node->leaf) take_target_gradients(*node, slots);
+  }
+  return target_gradients;
 }
+
+}  // namespace
+
+void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& head_grads,
+              bool retain_graph) {
+  walk_backward("backward", heads, head_grads, retain_graph, nullptr);
+}
+
+std::vector<NDArray> grad(const std::vector<NDArray>& heads, const std::vector<NDArray>& variables,
+                          const std::vector<NDArray>& head_grads, bool retain_graph) {
+  std::vector<detail::Edge> targets;
+  targets.reserve(variables.size());
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    nd::detail::check_defined("grad", variables[i]);
+    if (!detail::needs_grad(variables[i])) {
+      throw Error("tandem: autograd::grad: variable " + std::to_string(i) + " (shape " +
+                  variables[i].shape().to_string() +
+                  ") needs no gradient: pass arrays given attach_grad() or computed by ops "
+                  "recorded from them inside autograd::record()");
+    }
+    targets.push_back(detail::Edge{NDArrayAccess::grad_node(variables[i]),
+                                   NDArrayAccess::grad_output(variables[i])});
+  }
+  return walk_backward("autograd::grad", heads, head_grads, retain_graph, &targets);
+}
+
+namespace detail {
+std::vector<NDArray> grad_of_edges(const std::vector<NDArray>& heads,
+                                   const std::vector<Edge>& targets,
+                                   const std::vector<NDArray>& head_grads, bool retain_graph) {
+  return walk_backward("autograd::grad", heads, head_grads, retain_graph, &targets);
+}
+}  // namespace detail
 
 void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) {
   backward(std::vector<NDArray>{head}, std::vector<NDArray>{head_grad}, retain_graph);

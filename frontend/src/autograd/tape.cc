@@ -51,20 +51,40 @@ NDArray Saver::operator()(const NDArray& array) {
   return detached;
 }
 
+namespace {
+thread_local RecordedNodeCollector* tls_node_collector = nullptr;
+}  // namespace
+
+RecordedNodeCollector::RecordedNodeCollector() {
+  tls_node_collector = this;
+}
+
+RecordedNodeCollector::~RecordedNodeCollector() {
+  tls_node_collector = nullptr;
+}
+
 void record_node(std::string name, const std::vector<NDArray>& inputs,
                  const std::vector<NDArray*>& outputs, std::vector<SavedArray> saved,
                  BackwardFunction backward) {
-  auto node = std::make_shared<Node>();
-  node->name = std::move(name);
-  node->inputs.reserve(inputs.size());
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
   for (const NDArray& input : inputs) {
     if (needs_grad(input)) {
-      node->inputs.push_back(
-          Edge{NDArrayAccess::grad_node(input), NDArrayAccess::grad_output(input)});
+      edges.push_back(Edge{NDArrayAccess::grad_node(input), NDArrayAccess::grad_output(input)});
     } else {
-      node->inputs.push_back(Edge{});
+      edges.push_back(Edge{});
     }
   }
+  record_node_on_edges(std::move(name), std::move(edges), outputs, std::move(saved),
+                       std::move(backward));
+}
+
+void record_node_on_edges(std::string name, std::vector<Edge> inputs,
+                          const std::vector<NDArray*>& outputs, std::vector<SavedArray> saved,
+                          BackwardFunction backward) {
+  auto node = std::make_shared<Node>();
+  node->name = std::move(name);
+  node->inputs = std::move(inputs);
   node->outputs.reserve(outputs.size());
   for (const NDArray* output : outputs) {
     nd::detail::check_defined(node->name.c_str(), *output);
@@ -78,6 +98,7 @@ void record_node(std::string name, const std::vector<NDArray>& inputs,
   }
   node->saved = std::move(saved);
   node->backward = std::move(backward);
+  if (tls_node_collector != nullptr) tls_node_collector->nodes.push_back(node.get());
   for (std::size_t i = 0; i < outputs.size(); ++i)
     NDArrayAccess::set_grad_node(*outputs[i], node, static_cast<std::uint32_t>(i));
 }

@@ -96,6 +96,30 @@ void record_node(std::string name, const std::vector<nd::NDArray>& inputs,
                  const std::vector<nd::NDArray*>& outputs, std::vector<SavedArray> saved,
                  BackwardFunction backward);
 
+// record_node with the input edges given (an input that is not an array at hand: a leaf found
+// on the tape).
+void record_node_on_edges(std::string name, std::vector<Edge> inputs,
+                          const std::vector<nd::NDArray*>& outputs, std::vector<SavedArray> saved,
+                          BackwardFunction backward);
+
+// autograd::grad with the variables given as edges (backward.cc).
+std::vector<nd::NDArray> grad_of_edges(const std::vector<nd::NDArray>& heads,
+                                       const std::vector<Edge>& targets,
+                                       const std::vector<nd::NDArray>& head_grads,
+                                       bool retain_graph);
+
+// While one is alive on a thread, every node that thread records is appended to `nodes` (how
+// hybridize tells the nodes of its recording from the ones before it). Does not nest.
+class RecordedNodeCollector {
+ public:
+  RecordedNodeCollector();
+  ~RecordedNodeCollector();
+  RecordedNodeCollector(const RecordedNodeCollector&) = delete;
+  RecordedNodeCollector& operator=(const RecordedNodeCollector&) = delete;
+
+  std::vector<const Node*> nodes;
+};
+
 // Throws tandem::Error when recording and `target` (being written in place by `op`) is part of
 // the recorded graph, or `source` (what is written, when given) needs a gradient: in-place
 // writes are not recorded. Bumps the target's write version.

@@ -83,6 +83,25 @@ void backward(const nd::NDArray& head, const nd::NDArray& head_grad = {},
 void backward(const std::vector<nd::NDArray>& heads,
               const std::vector<nd::NDArray>& head_grads = {}, bool retain_graph = false);
 
+// The gradients of `heads` with respect to `variables` (PyTorch's torch.autograd.grad, MXNet's
+// autograd.grad), returned instead of written: no .grad() buffer changes and no gradient-ready
+// hook is called. A variable is an array given attach_grad() or computed by recorded ops (an
+// intermediate); each result has its variable's shape, dtype and device, or is a null NDArray
+// when the heads do not depend on that variable. head_grads and retain_graph as for backward();
+// only the part of the graph between the heads and the variables is walked (and released,
+// unless retain_graph). Pushes the gradient ops and returns at once, like backward().
+//
+//   auto scope = ag::record();
+//   nd::NDArray loss = nd::sum(nd::square(nd::dot(x, w)));
+//   nd::NDArray dw = ag::grad({loss}, {w})[0];   // w.grad() untouched
+//
+// Throws tandem::Error, at the call, for the head mistakes backward() refuses and for a
+// variable that needs no gradient (not attached, not recorded, or attached with GradReq::null).
+std::vector<nd::NDArray> grad(const std::vector<nd::NDArray>& heads,
+                              const std::vector<nd::NDArray>& variables,
+                              const std::vector<nd::NDArray>& head_grads = {},
+                              bool retain_graph = false);
+
 // --- gradient-ready hooks ------------------------------------------------------------------------
 // Lets work start on a gradient as soon as backward() has queued it, before backward returns:
 //

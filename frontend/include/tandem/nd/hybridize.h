@@ -8,7 +8,8 @@
 //   auto z = layer({nd::zeros({2, 4}), w});  // same signature: replays the recorded ops
 //   std::cout << z[0];                       // [[1. 1. 1.] [1. 1. 1.]]; y[0] is z[0] now
 //
-// Signature: the inputs' shapes, dtypes and devices, their engine and autograd::is_training().
+// Signature: the inputs' shapes, dtypes and devices, their engine, autograd::is_training() and
+// autograd::is_recording() (with, when recording, which inputs need a gradient).
 // The first call with a signature creates one static input array per input, runs the
 // function once on them inside tandem::capture (tandem/graph.h): every op the function pushes
 // is recorded, none runs, and the function's host code (shape checks, op choice) is not run
@@ -28,10 +29,37 @@
 // step) are seen. Dropping the last handle of such an array makes the next replay throw
 // tandem::Error (the graph runs on its var); record again with clear().
 //
+// Under autograd::record(): the signature also holds which inputs need a gradient, and the
+// first call records the backward too. The function runs on the static inputs (attached) while
+// autograd records; the arrays outside it that the tape reaches (a block's parameters, attached
+// arrays the function reads) are found on the tape; then the gradient of the static outputs with
+// respect to the static inputs and those arrays is captured (autograd::grad, no .grad() buffer
+// written) into a second graph. Every call replays the forward graph and records ONE autograd
+// node whose inputs are the call's inputs and those outside arrays: when the outer backward
+// reaches it, it copies the output gradients in, replays the backward graph and hands copies of
+// the gradients on, so GradReq::add, gradient-ready hooks and Trainer work as usual. The
+// gradients equal the eager ones (bit for bit on the same device, except that the sum over three
+// or more uses of one array inside the function may be formed in another order). Rules:
+// - The backward reads the intermediates of the forward replay. While the node of a call can
+//   still run its gradient (its backward has not run, or ran with retain_graph, and its graph is
+//   alive), the next call with that signature runs the function eagerly (recorded op by op, as
+//   without hybridize): two calls before one backward give correct gradients, the second at the
+//   eager speed.
+// - Writing in place into an array the gradient reads (a parameter, say) between the call and
+//   its backward makes backward throw tandem::Error, as for eager ops.
+// - A function that reads from outside an array computed by recorded ops (not an attached one)
+//   cannot have its gradient captured: calls with that signature run eagerly.
+// - Random ops (dropout) draw new numbers at every replay, and the backward uses that replay's
+//   numbers; nd::dropout(x, p) with the default generator gives the eager masks for the same
+//   generator state. nn::Dropout seeds a generator per call on the eager path, but its replays
+//   continue the stream of the recorded call (new masks, not the eager ones).
+// - Attaching again (attach_grad, Parameter::set_grad_req) an outside array the recording
+//   differentiates needs clear() (Block: hybridize() again): the node would deliver to the old
+//   attachment.
+//
 // Limits:
-// - Under autograd::record() the call runs the function eagerly (not recorded, not replayed),
-//   so gradients are those of the eager path; a call made while another hybridized function
-//   records (nesting) also runs eagerly, into the outer recording.
+// - A call made while another hybridized function records (nesting) runs eagerly, into the
+//   outer recording.
 // - The function must not read values: wait_to_read, to_vector, scalar, printing and waitall
 //   inside it throw tandem::Error while it records. Nor may its host code depend on the input
 //   values: only the ops it pushes are replayed.
@@ -71,7 +99,11 @@ class HybridCache {
   std::size_t num_entries() const;
   // Ops recorded for the entry used by the last recorded or replayed call (0 before any).
   std::size_t num_recorded_ops() const;
-  // Whether the last call replayed a graph (false: it ran eagerly, under autograd or nested).
+  // Ops of that entry's backward graph (0 unless it was recorded under autograd::record() with
+  // an output that needs a gradient).
+  std::size_t num_recorded_backward_ops() const;
+  // Whether the last call replayed a graph (false: it ran eagerly: nested, or under autograd
+  // while an earlier call's backward was pending; see the top of the file).
   bool last_call_replayed() const { return last_call_replayed_; }
   // Forgets every entry: the next call per signature records again.
   void clear();

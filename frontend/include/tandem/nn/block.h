@@ -77,21 +77,24 @@ class Block {
   // forward(x), or, once hybridize() was called, its recorded graph (see hybridize()).
   nd::NDArray operator()(const nd::NDArray& x);
 
-  // Hybridize (Gluon's net.hybridize()): from now on, a call net(x) outside autograd::record()
-  // records forward once per input signature (shape, dtype, device, is_training()) with
+  // Hybridize (Gluon's net.hybridize()): from now on, a call net(x) records forward once per
+  // input signature (shape, dtype, device, is_training(), is_recording()) with
   // nd::hybridize's machinery (tandem/nd/hybridize.h) and replays it at later calls: the
   // host code of forward no longer runs, and its intermediate arrays keep their memory.
   //   net.hybridize();
   //   nd::NDArray y = net(x);       // records, then runs
   //   y = net(x2);                  // replays; the same output array, overwritten
   // The parameters are read by every replay, so updates between calls (a Trainer step,
-  // load_parameters, set_data) are seen. Rules: the output of a call is overwritten by the
-  // next call with the same signature (keep it with .copy()); under autograd::record() the
-  // call runs forward eagerly (training stays correct; the backward is not captured); while a
+  // load_parameters, set_data) are seen. Under autograd::record() the backward is recorded
+  // and replayed too: each call is one autograd node whose gradient replays the recorded
+  // backward and delivers the parameters' gradients (a second call before the first call's
+  // backward runs eagerly; tandem/nd/hybridize.h has the rules). Rules: the output of a call is
+  // overwritten by the next call with the same signature (keep it with .copy()); while a
   // parameter's shape is still deferred the call runs eagerly (its first forward creates the
-  // parameters). Block::initialize(force_reinit) and cast() forget the recordings (they
-  // replace parameter arrays); replacing one by hand (Parameter::initialize or cast) needs
-  // hybridize() again. hybridize(false) goes back to the eager path.
+  // parameters); set_grad_req on a parameter needs hybridize() again.
+  // Block::initialize(force_reinit) and cast() forget the recordings (they replace parameter
+  // arrays); replacing one by hand (Parameter::initialize or cast) needs hybridize() again.
+  // hybridize(false) goes back to the eager path.
   void hybridize(bool active = true);
   bool hybridized() const { return hybrid_ != nullptr; }
   // The recordings (null unless hybridized): how many signatures, whether the last call
