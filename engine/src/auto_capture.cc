@@ -244,7 +244,11 @@ void AutoCaptureState::fall_back() {
   ++stats_.fallbacks;
   enter_buffered();
   plan_.reset();
-  bodies_.reset();
+  if (bodies_ != nullptr) {
+    // Never entered: balance what its release will count out.
+    outstanding_->fetch_add(static_cast<std::int64_t>(shapes_.size()), std::memory_order_relaxed);
+    bodies_.reset();
+  }
   shapes_.clear();
   restart_detection();
 }

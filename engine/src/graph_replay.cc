@@ -273,7 +273,15 @@ void EngineCore::run_replayed_node(OpRecord* node, OpRecord* body, std::uint64_t
     }
   }
   if (body != nullptr) {
-    if (body->destroy != nullptr) destroy_callable_inside(body);  // skipped: not run
+    if (body->destroy != nullptr) {
+      // Skipped: the closure is destroyed as part of the node, as skip() does for an op (a push
+      // from its captures' destructors reads the node, prepared, as its parent).
+      node->epoch_parity = parity;
+      OpRecord* outer = tls_current_op;
+      tls_current_op = node;
+      body->destroy_callable();
+      tls_current_op = outer;
+    }
     if (body != node) release_op_record(body);
   }
   for (std::uint32_t i = 0; i < node->num_slots; ++i) {

@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_support.h"
@@ -269,4 +270,40 @@ TEST_CASE("automatic capture refuses to nest") {
   auto engine = make_engine(EngineKind::threaded);
   AutoCapture scope(*engine);
   CHECK_THROWS_AS(AutoCapture{*engine}, Error);
+}
+
+TEST_CASE("threads with their own automatic capture on one engine keep their results") {
+  auto engine = make_engine(EngineKind::threaded);
+  constexpr int kThreads = 3;
+  const int rounds = std::max(50, static_cast<int>(2000 * test_scale()));
+  std::array<Var, kThreads> vars{};
+  std::array<std::int64_t, kThreads> values{};
+  Var shared = engine->new_var();
+  std::int64_t shared_reads = 0;
+  for (Var& var : vars) var = engine->new_var();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      AutoCapture scope(*engine, {.min_window_ops = 32, .max_window_ops = 256});
+      for (int i = 0; i < rounds; ++i) {
+        engine->push([&values, t, i] { values[t] = values[t] * 3 + i; }, cpu(), {},
+                     {vars[static_cast<std::size_t>(t)]}, {.name = "step"});
+        engine->push([&values, t] { values[t] %= 1000003; }, cpu(), {},
+                     {vars[static_cast<std::size_t>(t)]}, {.name = "reduce"});
+        if (t == 0) {
+          engine->push([&shared_reads] { ++shared_reads; }, cpu(), {vars[0]}, {shared},
+                       {.name = "count"});
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  engine->wait_all();
+  std::int64_t expected = 0;
+  for (int i = 0; i < rounds; ++i) expected = (expected * 3 + i) % 1000003;
+  for (int t = 0; t < kThreads; ++t) CHECK(values[static_cast<std::size_t>(t)] == expected);
+  CHECK(shared_reads == rounds);
+  for (Var var : vars) engine->delete_var(var);
+  engine->delete_var(shared);
+  engine->wait_all();
 }

@@ -54,7 +54,7 @@ struct AutoCaptureStats {
 };
 
 // Opens automatic capture for this thread's pushes on `engine` (see above). Not copyable; one
-// per thread at a time; destroy it before the engine.
+// per thread at a time, destroyed on the thread that opened it, and before the engine.
 class AutoCapture {
  public:
   explicit AutoCapture(Engine& engine, AutoCaptureOptions options = {});
