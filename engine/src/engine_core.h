@@ -179,8 +179,9 @@ class EngineCore : public CompletionSink {
                          const FenceErrors* fence_errors) noexcept;
   void replay_segment(const std::shared_ptr<GraphPlan>& plan, const InlineSegment& segment,
                       std::shared_ptr<OpRecord*[]> bodies);
+  // Enters every step of `plan` in order; `bodies` as for replay_window (null: replay).
   void replay_steps(const std::shared_ptr<GraphPlan>& plan,
-                    const std::shared_ptr<OpRecord*[]>& bodies, bool consume_own);
+                    const std::shared_ptr<OpRecord*[]>& bodies);
   // Automatic capture: pushes node `n` of `plan` alone, running `body`'s closure (or, when the
   // body is the node, the node's own once), with the node's vars.
   void push_window_node(const std::shared_ptr<GraphPlan>& plan, std::uint32_t n, OpRecord* body);

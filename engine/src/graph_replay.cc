@@ -339,12 +339,12 @@ void EngineCore::replay(const std::shared_ptr<GraphPlan>& plan) {
       for (Var var : pushed.writes) check(var, plan->nodes[pushed.node]);
     }
   }
-  replay_steps(plan, nullptr, false);
+  replay_steps(plan, nullptr);
 }
 
 void EngineCore::replay_window(const std::shared_ptr<GraphPlan>& plan,
                                std::shared_ptr<OpRecord*[]> bodies) {
-  replay_steps(plan, bodies, true);
+  replay_steps(plan, bodies);
 }
 
 void EngineCore::push_window_node(const std::shared_ptr<GraphPlan>& plan, std::uint32_t n,
@@ -370,7 +370,7 @@ void EngineCore::push_window_node(const std::shared_ptr<GraphPlan>& plan, std::u
 }
 
 void EngineCore::replay_steps(const std::shared_ptr<GraphPlan>& plan,
-                              const std::shared_ptr<OpRecord*[]>& bodies, bool consume_own) {
+                              const std::shared_ptr<OpRecord*[]>& bodies) {
   for (const GraphStep& step : plan->steps) {
     if (step.is_inline) {
       replay_segment(plan, *plan->segments[step.index], bodies);
@@ -378,21 +378,16 @@ void EngineCore::replay_steps(const std::shared_ptr<GraphPlan>& plan,
     }
     const PushedNode& pushed = plan->pushed[step.index];
     OpRecord* node = plan->nodes[pushed.node];
-    if (bodies != nullptr && bodies[pushed.node] != node) {
-      // A closure pushed this time: pushed as it was, with the recorded vars.
-      submit(bodies[pushed.node], node->device, pushed.reads, pushed.writes, node->props);
-      continue;
-    }
-    OpRecord* op = acquire_op_record();
-    if (pushed.device_graph && bodies != nullptr) {
-      // Automatic capture: a device graph runs the recorded closures, so a window's run of
-      // accelerator ops is pushed op by op instead, each with its node's vars, as eagerly.
-      discard(op);
+    if (bodies != nullptr) {
+      // Automatic capture: a closure pushed this time is pushed as it was. A device graph runs
+      // the recorded closures, so a run of accelerator ops is pushed op by op instead, each
+      // with its node's vars, as eagerly.
       for (std::uint32_t n = pushed.node; n < pushed.node + pushed.size(); ++n) {
         push_window_node(plan, n, bodies[n]);
       }
       continue;
     }
+    OpRecord* op = acquire_op_record();
     if (pushed.device_graph) {
       op->set_callable([plan, run = pushed.device_graph.get()](RunContext& ctx) {
         launch_device_graph_run(*run, plan->nodes.data(), ctx);
@@ -405,10 +400,7 @@ void EngineCore::replay_steps(const std::shared_ptr<GraphPlan>& plan,
              OpProps{.name = "device graph", .queue = node->props.queue, .priority = priority});
       continue;
     }
-    op->set_callable([plan, node, consume_own](RunContext& ctx) {
-      node->run(ctx);
-      if (consume_own) node->destroy_callable();
-    });
+    op->set_callable([plan, node](RunContext& ctx) { node->run(ctx); });
     submit(op, node->device, pushed.reads, pushed.writes, node->props);
   }
 }
