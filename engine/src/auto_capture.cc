@@ -76,6 +76,14 @@ AutoCaptureState::~AutoCaptureState() {
 void AutoCaptureState::push(OpRecord* op, Device device, VarList reads, VarList writes,
                             const OpProps& props) {
   ++stats_.pushes_seen;
+  if (device.is_accelerator()) [[unlikely]] {
+    // Not done: windows with accelerator ops (under TSan, a sim op's host work in an entered
+    // window crashed and was not understood in time). Such a push ends any window, eagerly.
+    if (mode_ != Mode::detecting || position_ != 0) fall_back();
+    restart_detection();
+    core_.submit(op, device, reads, writes, props);
+    return;
+  }
   if (mode_ == Mode::matching) [[likely]] {
     match(op, device, reads, writes, props);
     return;
