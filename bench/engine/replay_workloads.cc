@@ -1,5 +1,6 @@
 #include "replay_workloads.h"
 
+#include "tandem/auto_capture.h"
 #include "tandem/graph.h"
 
 namespace tandem::bench {
@@ -42,6 +43,17 @@ Nanoseconds run_window_pushed(Engine& engine, std::span<const Var> vars, std::si
   const std::size_t windows = whole_windows(ops);
   const auto start = Clock::now();
   for (std::size_t w = 0; w < windows; ++w) push_window(engine, vars);
+  engine.wait_all();
+  return since(start);
+}
+
+Nanoseconds run_window_autocaptured(Engine& engine, std::span<const Var> vars, std::size_t ops) {
+  const std::size_t windows = whole_windows(ops);
+  const auto start = Clock::now();
+  {
+    AutoCapture scope(engine);
+    for (std::size_t w = 0; w < windows; ++w) push_window(engine, vars);
+  }
   engine.wait_all();
   return since(start);
 }

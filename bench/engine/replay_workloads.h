@@ -25,6 +25,8 @@ inline constexpr std::size_t kBlockSteps = 16;
 // `ops` is rounded up to whole windows; returns the wall time of those.
 Nanoseconds run_window_pushed(Engine& engine, std::span<const Var> vars, std::size_t ops);
 Nanoseconds run_window_replayed(Engine& engine, std::span<const Var> vars, std::size_t ops);
+// The window pushed one by one inside a tandem::AutoCapture scope (tandem/auto_capture.h).
+Nanoseconds run_window_autocaptured(Engine& engine, std::span<const Var> vars, std::size_t ops);
 
 // `vars` holds 2 * width vars, as for run_task_bench.
 Nanoseconds run_task_bench_replayed(Engine& engine, std::span<const Var> vars,

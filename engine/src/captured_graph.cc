@@ -6,6 +6,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "auto_capture_state.h"
 #include "engine_core.h"
 #include "graph_recorder.h"
 #include "logging.h"
@@ -248,6 +249,7 @@ void CapturedGraph::replay() {
         "tandem: CapturedGraph::replay inside a capture: a capture records pushes only; replay "
         "the graph before or after the capture");
   }
+  detail::flush_auto_capture(plan_->engine);  // this thread's buffered pushes go first
   detail::core_of(*plan_->engine).replay(plan_);
 }
 

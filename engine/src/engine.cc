@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "auto_capture_state.h"
 #include "captured_graph.h"
 #include "engine_core.h"
 #include "graph_recorder.h"
@@ -116,33 +117,54 @@ class EngineFacade final : public Engine {
  protected:
   void submit(detail::OpRecord* op, Device device, VarList reads, VarList writes,
               const OpProps& props) override {
-    // A capture open on this thread (tandem/graph.h): one TLS load and a test here, the rest
-    // out of line, so the common push stays a tail call.
-    if (detail::tls_graph_recorder != nullptr) [[unlikely]]
+    // A capture or an automatic capture open on this thread (tandem/graph.h,
+    // tandem/auto_capture.h): one TLS load and a test here, the rest out of line, so the common
+    // push stays a tail call.
+    if (detail::tls_push_hooks != 0) [[unlikely]]
       return submit_while_capturing(op, device, reads, writes, props);
     core().submit(op, device, reads, writes, props);
   }
   void submit_delete(detail::OpRecord* op, Var var) override {
     if (detail::GraphRecorder* recorder = detail::recording(this)) [[unlikely]]
       return recorder->record_delete(op, var);
+    flush_auto_capture(op);
     core().submit_delete(op, var);
   }
 
  private:
   friend detail::EngineCore& detail::core_of(Engine& engine);
 
-  // Records the push when the capture is on this engine; other engines' pushes go through.
+  // Records the push when the capture is on this engine, or hands it to the automatic capture
+  // on this engine; other engines' pushes go through.
   [[gnu::cold, gnu::noinline]] void submit_while_capturing(detail::OpRecord* op, Device device,
                                                            VarList reads, VarList writes,
                                                            const OpProps& props) {
     if (detail::GraphRecorder* recorder = detail::recording(this))
       return recorder->record(core(), op, device, reads, writes, props);
+    if (detail::AutoCaptureState* state = detail::auto_capturing(this))
+      return state->push(op, device, reads, writes, props);
     core().submit(op, device, reads, writes, props);
+  }
+  // Enters this thread's buffered pushes (tandem/auto_capture.h) before a sync point; `op`, if
+  // given, is freed when that throws.
+  void flush_auto_capture(detail::OpRecord* op = nullptr) {
+    if (detail::tls_auto_capture == nullptr || detail::current_op() != nullptr) [[likely]]
+      return;
+    try {
+      detail::flush_auto_capture(this);
+    } catch (...) {
+      if (op != nullptr) {
+        op->destroy_callable();
+        detail::release_op_record(op);
+      }
+      throw;
+    }
   }
   detail::EngineCore& core() const { return *core_.load(std::memory_order_relaxed); }
 
   // A wait inside a capture would wait for ops that are recorded, not run.
-  void check_not_capturing(const char* call) const {
+  void check_not_capturing(const char* call) {
+    flush_auto_capture();
     if (detail::recording(this) != nullptr) [[unlikely]] {
       throw Error(std::string("tandem: ") + call +
                   " inside a capture: the pushes of a captured window are recorded, not run, "

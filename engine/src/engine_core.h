@@ -136,6 +136,10 @@ class EngineCore : public CompletionSink {
   void prepare_recorded(OpRecord* op, Device device, VarList reads, VarList writes,
                         const OpProps& props);
   void replay(const std::shared_ptr<GraphPlan>& plan);
+  // Automatic capture (auto_capture.cc): enters `plan` as replay does, but each node runs the
+  // closure of bodies[node] (pushed this time, unprepared, freed after it runs) instead of its
+  // own; a node that is its own body runs its own closure once, which is then destroyed.
+  void replay_window(const std::shared_ptr<GraphPlan>& plan, std::shared_ptr<OpRecord*[]> bodies);
 
  protected:
   // Fills `op` from push arguments (validated, deduplicated, sorted by var). On bad input,
@@ -168,9 +172,19 @@ class EngineCore : public CompletionSink {
   // the segment of the unit pushed as `sequence`, and sets the poison of what it writes.
   friend class GraphRun;
   using FenceErrors = std::vector<std::pair<VarState*, ErrorRef>>;
-  void run_replayed_node(OpRecord* node, std::uint64_t sequence, std::uint32_t position,
-                         std::uint8_t parity, int worker, const FenceErrors* fence_errors) noexcept;
-  void replay_segment(const std::shared_ptr<GraphPlan>& plan, const InlineSegment& segment);
+  // `body`, when not null, is the record whose closure runs in place of the node's (automatic
+  // capture); it is destroyed (and released, unless it is the node) once run or skipped.
+  void run_replayed_node(OpRecord* node, OpRecord* body, std::uint64_t sequence,
+                         std::uint32_t position, std::uint8_t parity, int worker,
+                         const FenceErrors* fence_errors) noexcept;
+  void replay_segment(const std::shared_ptr<GraphPlan>& plan, const InlineSegment& segment,
+                      std::shared_ptr<OpRecord*[]> bodies);
+  // Enters every step of `plan` in order; `bodies` as for replay_window (null: replay).
+  void replay_steps(const std::shared_ptr<GraphPlan>& plan,
+                    const std::shared_ptr<OpRecord*[]>& bodies);
+  // Automatic capture: pushes node `n` of `plan` alone, running `body`'s closure (or, when the
+  // body is the node, the node's own once), with the node's vars.
+  void push_window_node(const std::shared_ptr<GraphPlan>& plan, std::uint32_t n, OpRecord* body);
   // The profiler's name for worker lane `worker` (as passed to execute).
   virtual std::string lane_name(int worker) const;
 

@@ -2,12 +2,14 @@
 
 #include <string>
 
+#include "auto_capture_state.h"
 #include "engine_core.h"
 #include "tandem/graph.h"
 
 namespace tandem::detail {
 
 constinit thread_local GraphRecorder* tls_graph_recorder TANDEM_FAST_TLS = nullptr;
+constinit thread_local std::uint8_t tls_push_hooks TANDEM_FAST_TLS = 0;
 
 GraphRecorder::~GraphRecorder() {
   for (OpRecord* op : ops_) {
@@ -90,19 +92,23 @@ GraphRecorder* begin_capture(Engine& engine) {
         "its own graph before the outer capture, or record its pushes directly in the outer "
         "one");
   }
+  flush_auto_capture(&engine);  // this thread's buffered pushes go before the window
   auto* recorder = new GraphRecorder(engine);
   tls_graph_recorder = recorder;
+  ++tls_push_hooks;
   return recorder;
 }
 
 std::shared_ptr<GraphPlan> end_capture(GraphRecorder* recorder) {
   tls_graph_recorder = nullptr;
+  --tls_push_hooks;
   std::unique_ptr<GraphRecorder> owned(recorder);
   return recorder->finish(core_of(recorder->engine()));
 }
 
 void abandon_capture(GraphRecorder* recorder) noexcept {
   tls_graph_recorder = nullptr;
+  --tls_push_hooks;
   delete recorder;
 }
 

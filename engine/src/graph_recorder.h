@@ -3,6 +3,7 @@
 // non-null, pushes on that engine are handed here instead of to the core.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -42,6 +43,11 @@ class GraphRecorder {
   std::unordered_set<VarState*> created_;
   std::vector<std::pair<Var, OpRecord*>> deleted_;
 };
+
+// How many push hooks are open on this thread: a capture (tandem/graph.h) and an automatic
+// capture (tandem/auto_capture.h, auto_capture_state.h). The facade's push tests this one byte,
+// so that neither costs an eager push more than one TLS load and a test.
+extern constinit thread_local std::uint8_t tls_push_hooks TANDEM_FAST_TLS;
 
 // The recorder capturing on this thread for `engine`; null (the common case: one TLS load and
 // a test) when this thread captures nothing, or captures for another engine.

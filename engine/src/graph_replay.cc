@@ -57,11 +57,13 @@ std::int64_t now_ns() {
 // One replay of one inline segment.
 class GraphRun : public std::enable_shared_from_this<GraphRun> {
  public:
-  GraphRun(EngineCore& core, std::shared_ptr<GraphPlan> plan, const InlineSegment& segment)
+  GraphRun(EngineCore& core, std::shared_ptr<GraphPlan> plan, const InlineSegment& segment,
+           std::shared_ptr<OpRecord*[]> bodies)
       : core_(core),
         plan_(std::move(plan)),
         segment_(segment),
         nodes_(plan_->nodes.data() + segment.first_node),
+        bodies_(std::move(bodies)),
         pending_(new std::atomic<std::uint32_t>[segment.size]),
         unsettled_(segment.size) {
     for (std::uint32_t i = 0; i < segment.size; ++i) {
@@ -143,7 +145,8 @@ class GraphRun : public std::enable_shared_from_this<GraphRun> {
         continue;
       }
       idle = 0;
-      core_.run_replayed_node(nodes_[next], sequence_, next, parity_, worker,
+      core_.run_replayed_node(nodes_[next], bodies_ ? bodies_[segment_.first_node + next] : nullptr,
+                              sequence_, next, parity_, worker,
                               fence_errors_.empty() ? nullptr : &fence_errors_);
       ++ran;
       const std::uint32_t end = segment_.successor_begin[next + 1];
@@ -205,6 +208,8 @@ class GraphRun : public std::enable_shared_from_this<GraphRun> {
   std::shared_ptr<GraphPlan> plan_;
   const InlineSegment& segment_;
   OpRecord* const* nodes_;
+  // Automatic capture: the records whose closures the nodes run (by plan index); null: their own.
+  std::shared_ptr<OpRecord*[]> bodies_;
   std::unique_ptr<std::atomic<std::uint32_t>[]> pending_;
   std::uint64_t sequence_ = 0;
   std::uint8_t parity_ = 0;
@@ -223,8 +228,8 @@ void EngineCore::prepare_recorded(OpRecord* op, Device device, VarList reads, Va
   if constexpr (profiling::kHooksCompiled) op->profile_id = 0;  // replays are profiled per unit
 }
 
-void EngineCore::run_replayed_node(OpRecord* node, std::uint64_t sequence, std::uint32_t position,
-                                   std::uint8_t parity, int worker,
+void EngineCore::run_replayed_node(OpRecord* node, OpRecord* body, std::uint64_t sequence,
+                                   std::uint32_t position, std::uint8_t parity, int worker,
                                    const FenceErrors* fence_errors) noexcept {
   ErrorRef outcome;
   if (!node->props.no_skip) {
@@ -252,10 +257,11 @@ void EngineCore::run_replayed_node(OpRecord* node, std::uint64_t sequence, std::
     std::exception_ptr error;
     RunContext ctx(node, worker);
     try {
-      node->run(ctx);
+      (body != nullptr ? body : node)->run(ctx);
     } catch (...) {
       error = std::current_exception();
     }
+    if (body != nullptr) body->destroy_callable();  // still inside the op (destroy_callable_inside)
     tls_current_op = outer;
     if (error) [[unlikely]] {
       ops_failed_.fetch_add(1, std::memory_order_relaxed);
@@ -266,6 +272,18 @@ void EngineCore::run_replayed_node(OpRecord* node, std::uint64_t sequence, std::
       outcome = std::move(record);
     }
   }
+  if (body != nullptr) {
+    if (body->destroy != nullptr) {
+      // Skipped: the closure is destroyed as part of the node, as skip() does for an op (a push
+      // from its captures' destructors reads the node, prepared, as its parent).
+      node->epoch_parity = parity;
+      OpRecord* outer = tls_current_op;
+      tls_current_op = node;
+      body->destroy_callable();
+      tls_current_op = outer;
+    }
+    if (body != node) release_op_record(body);
+  }
   for (std::uint32_t i = 0; i < node->num_slots; ++i) {
     const VarSlot& slot = node->slots[i];
     if (slot.write && slot.var->poison != outcome) slot.var->poison = outcome;
@@ -273,8 +291,8 @@ void EngineCore::run_replayed_node(OpRecord* node, std::uint64_t sequence, std::
 }
 
 void EngineCore::replay_segment(const std::shared_ptr<GraphPlan>& plan,
-                                const InlineSegment& segment) {
-  auto run = std::make_shared<GraphRun>(*this, plan, segment);
+                                const InlineSegment& segment, std::shared_ptr<OpRecord*[]> bodies) {
+  auto run = std::make_shared<GraphRun>(*this, plan, segment, std::move(bodies));
   OpRecord* unit = acquire_op_record();
   try {
     unit->set_callable([run = std::move(run)](RunContext& ctx) { run->start(ctx); });
@@ -321,13 +339,54 @@ void EngineCore::replay(const std::shared_ptr<GraphPlan>& plan) {
       for (Var var : pushed.writes) check(var, plan->nodes[pushed.node]);
     }
   }
+  replay_steps(plan, nullptr);
+}
+
+void EngineCore::replay_window(const std::shared_ptr<GraphPlan>& plan,
+                               std::shared_ptr<OpRecord*[]> bodies) {
+  replay_steps(plan, bodies);
+}
+
+void EngineCore::push_window_node(const std::shared_ptr<GraphPlan>& plan, std::uint32_t n,
+                                  OpRecord* body) {
+  OpRecord* node = plan->nodes[n];
+  std::vector<Var> reads, writes;
+  for (std::uint32_t s = 0; s < node->num_slots; ++s) {
+    const VarSlot& slot = node->slots[s];
+    const Var var(slot.var, slot.var->generation.load(std::memory_order_relaxed));
+    if (slot.write) writes.push_back(var);
+    if (slot.reads_value) reads.push_back(var);
+  }
+  if (body != node) {
+    submit(body, node->device, reads, writes, node->props);
+    return;
+  }
+  OpRecord* op = acquire_op_record();
+  op->set_callable([plan, node](RunContext& ctx) {
+    node->run(ctx);
+    node->destroy_callable();
+  });
+  submit(op, node->device, reads, writes, node->props);
+}
+
+void EngineCore::replay_steps(const std::shared_ptr<GraphPlan>& plan,
+                              const std::shared_ptr<OpRecord*[]>& bodies) {
   for (const GraphStep& step : plan->steps) {
     if (step.is_inline) {
-      replay_segment(plan, *plan->segments[step.index]);
+      replay_segment(plan, *plan->segments[step.index], bodies);
       continue;
     }
     const PushedNode& pushed = plan->pushed[step.index];
     OpRecord* node = plan->nodes[pushed.node];
+    if (bodies != nullptr) {
+      // Automatic capture: a closure pushed this time is pushed as it was. A device graph runs
+      // the recorded closures, so a run of accelerator ops is pushed op by op instead, each
+      // with its node's vars, as eagerly.
+      for (std::uint32_t n = pushed.node; n < pushed.node + pushed.size(); ++n) {
+        push_window_node(plan, n, bodies[n]);
+      }
+      continue;
+    }
     OpRecord* op = acquire_op_record();
     if (pushed.device_graph) {
       op->set_callable([plan, run = pushed.device_graph.get()](RunContext& ctx) {
