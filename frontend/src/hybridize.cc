@@ -18,6 +18,7 @@
 #include "autograd/tape.h"
 #include "capture_window.h"
 #include "hybrid_backward.h"
+#include "op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/graph.h"
 #include "tandem/nd/autograd.h"
@@ -121,8 +122,9 @@ std::vector<NDArray> HybridCache::call(const ArrayFunction& fn,
                                        const std::vector<NDArray>& inputs) {
   Engine& engine = engine_of(inputs);
   last_call_replayed_ = false;
-  // A nested call is recorded by the outer one.
-  if (detail::capturing_on_this_thread()) return fn(inputs);
+  // A nested call is recorded by the outer one; while export_block traces a forward, every op
+  // must run (a replay would hide them from the trace).
+  if (detail::capturing_on_this_thread() || detail::active_trace() != nullptr) return fn(inputs);
 
   const bool training = autograd::is_training();
   const bool recording = autograd::is_recording();

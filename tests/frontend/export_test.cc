@@ -117,6 +117,19 @@ class OffsetBlock : public nn::Block {
   nd::NDArray offset_;
 };
 
+// A block whose forward calls a function hybridized with nd::hybridize.
+class HybridizedFunctionBlock : public nn::Block {
+ public:
+  HybridizedFunctionBlock()
+      : scale_(nd::hybridize([](const std::vector<nd::NDArray>& in) {
+          return std::vector<nd::NDArray>{nd::tanh(in[0] * 2.0) + 1.0};
+        })) {}
+  nd::NDArray forward(const nd::NDArray& x) override { return scale_({x})[0].copy(); }
+
+ private:
+  nd::Hybridized scale_;
+};
+
 struct ProcessResult {
   int exit_code = -1;
   std::string output;
@@ -182,6 +195,18 @@ TEST_SUITE("frontend.export") {
     const auto model = nn::ImportedBlock::load(files.graph, files.params);
     CHECK(model->num_nodes() > 0);
     check_bitwise_equal((*model)(x), net(x).copy());
+  }
+
+  TEST_CASE("a function hybridized with nd::hybridize inside forward exports its ops") {
+    HybridizedFunctionBlock net;
+    const NDArray x = random_input({2, 3}, cpu(), 19);
+    (void)net(x);
+    (void)net(x);  // the function recorded and replayed by now
+    ScratchDir dir;
+    const nn::ExportedFiles files = nn::export_block(net, x, dir.file("function"));
+    const auto model = nn::ImportedBlock::load(files.graph, files.params);
+    CHECK(model->num_nodes() >= 4);  // tanh, the two scalar ops and the copy
+    check_bitwise_equal((*model)(x), net(x));
   }
 
   TEST_CASE("arrays a block holds are saved as constants") {

@@ -24,9 +24,9 @@
 // Throws tandem::Error naming the op when the forward calls one a graph cannot hold: a random
 // draw, an in-place write (+=, assign, copyto into an array), an op of your own recorded with
 // autograd::record_op; and for a null example, a parameter that is not initialized, a name
-// starting with "__constant.", or a file that cannot be written. Not detected: a function
-// hybridized with nd::hybridize called inside forward (its replays are not traced: export a
-// block whose forward calls the function's ops directly).
+// starting with "__constant.", or a file that cannot be written. Hybridized blocks and
+// functions (nd::hybridize) called inside forward run eagerly while the trace is on, so their
+// ops are traced, not their replays.
 #pragma once
 
 #include <string>
