@@ -10,20 +10,14 @@
 #include <tuple>
 #include <vector>
 
+#include "mlp_model.h"
+
 namespace tandem::bench {
 
 namespace {
 
 namespace nd = tandem::nd;
 namespace nn = tandem::nn;
-
-// The seed's network: Dense(256) relu, Dense(128) relu, Dense(2), on a (1, 512) input.
-nn::Sequential make_mlp() {
-  nn::Sequential net;
-  net.add(nn::Dense(256, nn::relu)).add(nn::Dense(128, nn::relu)).add(nn::Dense(2));
-  net.initialize(nn::Xavier());
-  return net;
-}
 
 // Seconds for `calls` forward calls, waiting once at the end (as the seed does); `keep`: each
 // output copied (what keeping every result of a hybridized block costs).
@@ -77,7 +71,7 @@ double time_plain_loops(int calls) {
 void run_hybridize_mlp(bool quick, Records& records) {
   const int calls = quick ? 1000 : 5000;
   const int rounds = quick ? 5 : 9;
-  nn::Sequential net = make_mlp();
+  nn::Sequential net = make_graph_suite_mlp();
   const nd::NDArray x = nd::random::normal({1, 512});
   const std::vector<float> eager_output = net(x).to_vector<float>();  // creates the parameters
   net.hybridize();

@@ -8,22 +8,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "mlp_model.h"
+
 namespace tandem::bench {
 
 namespace {
 
 namespace nd = tandem::nd;
 namespace nn = tandem::nn;
-
-// hybridize_mlp's network: Dense(256) relu, Dense(128) relu, Dense(2), on (1, 512) inputs.
-nn::Sequential make_mlp() {
-  nn::Sequential net;
-  net.add(nn::Dense(256, nn::relu, {.in_units = 512}))
-      .add(nn::Dense(128, nn::relu, {.in_units = 256}))
-      .add(nn::Dense(2, nn::ActivationType::none, {.in_units = 128}));
-  net.initialize(nn::Xavier());
-  return net;
-}
 
 // One training step: the squared error against `target`, its backward, an SGD step.
 nd::NDArray train_step(nn::Sequential& net, nn::Trainer& trainer, const nd::NDArray& x,
@@ -49,8 +41,8 @@ double time_steps(nn::Sequential& net, nn::Trainer& trainer, const nd::NDArray& 
 
 // Both paths from the same parameters give the same losses and parameters (bit for bit).
 void check_same_training(const nd::NDArray& x, const nd::NDArray& target) {
-  nn::Sequential eager = make_mlp();
-  nn::Sequential hybrid = make_mlp();
+  nn::Sequential eager = make_graph_suite_mlp();
+  nn::Sequential hybrid = make_graph_suite_mlp();
   const nn::ParameterDict source = eager.collect_params();
   for (const auto& [name, parameter] : hybrid.collect_params())
     parameter->set_data(source[name].data());
@@ -79,7 +71,7 @@ void run_hybridize_mlp_train(bool quick, Records& records) {
   const nd::NDArray x = nd::random::normal({1, 512});
   const nd::NDArray target = nd::random::normal({1, 2});
   check_same_training(x, target);
-  nn::Sequential net = make_mlp();
+  nn::Sequential net = make_graph_suite_mlp();
   nn::Trainer trainer(net.collect_params(), nn::SGD(0.001));
   // Interleaved rounds, the best of each: the machine is shared and noisy.
   double eager = 1e30, hybridized = 1e30;
