@@ -274,8 +274,14 @@ def targets_table(records):
             absolute = t["limit_text"].endswith("ns")  # a time, not a ratio
             value = fmt_ns(t["value"]) + " ns" if absolute else fmt_ratio(t["value"])
             at_least = t["limit_text"].lstrip().startswith(">=")
-            factor = t["limit"] / t["value"] if at_least and t["value"] else t["value"] / t["limit"]
-            status = "met" if t["met"] else f"**missed** by {factor:.2f}×"
+            if t["met"]:
+                status = "met"
+            elif not t["limit"]:  # a count that must be 0: say how many there are
+                status = f"**missed**: {fmt_cell(t['value'])}"
+            else:
+                factor = (t["limit"] / t["value"] if at_least and t["value"]
+                          else t["value"] / t["limit"])
+                status = f"**missed** by {factor:.2f}×"
         rows.append([t["target"], t["limit_text"], value, status])
     return ["**Targets** (ratios between systems measured side by side in this run):", ""] + \
         table(["target", "limit", "measured", "status"], rows)
