@@ -9,6 +9,7 @@
 #include "lazy_view.h"
 #include "op_push.h"
 #include "op_trace.h"
+#include "product_into.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
@@ -23,6 +24,15 @@ ops::ArrayView as_matrix(const ops::ArrayView& v, bool column) {
   m.shape = column ? Shape{n, 1} : Shape{1, n};
   m.strides = column ? Strides{v.strides[0], 1} : Strides{n, v.strides[0]};
   return m;
+}
+
+// The transpose of a 2-D array as a view, without recording or tracing it (x.T() does both).
+NDArray transposed_matrix(const NDArray& x) {
+  using detail::NDArrayAccess;
+  const Strides& s = x.strides();
+  return NDArrayAccess::make(NDArrayAccess::storage(x), x.dtype(),
+                             Shape{x.shape()[1], x.shape()[0]}, Strides{s[1], s[0]},
+                             NDArrayAccess::offset(x));
 }
 
 }  // namespace
@@ -58,6 +68,33 @@ NDArray dot(const NDArray& a, const NDArray& b) {
   if (autograd::is_recording()) autograd::detail::record_dot(a, b, out);
   if (auto* trace = detail::active_trace()) trace->dot(a, b, out);
   return out;
+}
+
+bool detail::push_product_into(const NDArray& a, const NDArray& b, const NDArray& out,
+                               bool accumulate) {
+  if (!a.defined() || !b.defined() || !out.defined()) return false;
+  if (a.ndim() != 2 || b.ndim() != 2 || out.ndim() != 2) return false;
+  if (a.shape()[1] != b.shape()[0] || out.shape()[0] != a.shape()[0] ||
+      out.shape()[1] != b.shape()[1]) {
+    return false;
+  }
+  if (a.dtype() != out.dtype() || b.dtype() != out.dtype() || a.device() != out.device() ||
+      b.device() != out.device() || &a.engine() != &out.engine() || &b.engine() != &out.engine()) {
+    return false;
+  }
+  if (!out.is_contiguous()) {
+    const NDArray out_t = transposed_matrix(out);
+    if (!out_t.is_contiguous()) return false;
+    return push_product_into(transposed_matrix(b), transposed_matrix(a), out_t, accumulate);
+  }
+  // The kernel reads a and b while writing out: they must not share its memory.
+  if (NDArrayAccess::storage(out) == NDArrayAccess::storage(a) ||
+      NDArrayAccess::storage(out) == NDArrayAccess::storage(b)) {
+    return false;
+  }
+  LazyView va = lazy_view(a), vb = lazy_view(b), vc = lazy_view(out);
+  push_dot(a, b, out, va, vb, vc, accumulate);
+  return true;
 }
 
 NDArray transpose(const NDArray& x) {

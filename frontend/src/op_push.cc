@@ -29,12 +29,13 @@ void push_reduce_axis(ops::ReduceOp op, const NDArray& x, int axis, const NDArra
 }
 
 void push_dot(const NDArray& a, const NDArray& b, const NDArray& out, const LazyView& va,
-              const LazyView& vb, const LazyView& vc) {
+              const LazyView& vb, const LazyView& vc, bool accumulate) {
+  // Accumulating reads c too: writing its var gives the op c alone, after every earlier op on it.
   out.engine().push(
-      [va, vb, vc](RunContext& ctx) {
-        kernels(ctx).gemm(ctx.stream(), va.resolve(), vb.resolve(), vc.resolve());
+      [va, vb, vc, accumulate](RunContext& ctx) {
+        kernels(ctx).gemm(ctx.stream(), va.resolve(), vb.resolve(), vc.resolve(), accumulate);
       },
-      out.device(), {a.var(), b.var()}, {out.var()}, {.name = "dot"});
+      out.device(), {a.var(), b.var()}, {out.var()}, {.name = accumulate ? "dot_add" : "dot"});
 }
 
 void push_copies(std::vector<std::pair<LazyView, LazyView>> copies, VarList reads,

@@ -36,29 +36,30 @@ BlasOperand describe(const ArrayView& v) {
 
 template <class T>
 void blas_gemm(cublasHandle_t handle, const Launch& launch, const ArrayView& a, BlasOperand da,
-               const ArrayView& b, BlasOperand db, const ArrayView& c) {
+               const ArrayView& b, BlasOperand db, const ArrayView& c, bool accumulate) {
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   const std::int64_t ldc = m == 1 ? std::max<std::int64_t>(n, 1) : c.strides[0];
   // Column-major: first operand b^T (n x k): as stored unless b is column-major itself.
   const cublasOperation_t op_b = db.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = da.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const T one = 1, zero = 0;  // host pointers: the handle's default CUBLAS_POINTER_MODE_HOST
+  // Host pointers: the handle's default CUBLAS_POINTER_MODE_HOST.
+  const T one = 1, beta = accumulate ? 1 : 0;
   if constexpr (std::is_same_v<T, float>) {
     check_cublas(
         cublasSgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const float>(), db.leading,
-                       a.typed<const float>(), da.leading, &zero, c.typed<float>(), ldc),
+                       a.typed<const float>(), da.leading, &beta, c.typed<float>(), ldc),
         "gemm: cublasSgemm_64", launch.device());
   } else {
     check_cublas(
         cublasDgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const double>(), db.leading,
-                       a.typed<const double>(), da.leading, &zero, c.typed<double>(), ldc),
+                       a.typed<const double>(), da.leading, &beta, c.typed<double>(), ldc),
         "gemm: cublasDgemm_64", launch.device());
   }
 }
 
 template <class T>
 void floating_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
-                   tandem::Stream& stream) {
+                   tandem::Stream& stream, bool accumulate) {
   if (c.shape[1] != 1 && c.strides[1] != 1) {
     throw Error("tandem: gemm: the output must have unit stride along its rows");
   }
@@ -83,7 +84,7 @@ void floating_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
     copy(b, pb, stream);
     db = describe(pb);
   }
-  blas_gemm<T>(handle, launch, pa, da, pb, db, c);
+  blas_gemm<T>(handle, launch, pa, da, pb, db, c, accumulate);
 }
 
 // One thread per element of c, adding over k in order with wrapping arithmetic: the CPU's
@@ -92,11 +93,11 @@ template <class T>
 __global__ void integer_gemm_kernel(const T* a, std::int64_t sa0, std::int64_t sa1, const T* b,
                                     std::int64_t sb0, std::int64_t sb1, T* c, std::int64_t sc0,
                                     std::int64_t sc1, std::int64_t m, std::int64_t n,
-                                    std::int64_t k) {
+                                    std::int64_t k, bool accumulate) {
   for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < m * n;
        e += std::int64_t{blockDim.x} * gridDim.x) {
     const std::int64_t i = e / n, j = e % n;
-    T sum = 0;
+    T sum = accumulate ? c[i * sc0 + j * sc1] : T(0);
     for (std::int64_t p = 0; p < k; ++p) {
       sum = functors::wrapping_add(
           sum, functors::wrapping_mul(a[i * sa0 + p * sa1], b[p * sb0 + j * sb1]));
@@ -107,18 +108,19 @@ __global__ void integer_gemm_kernel(const T* a, std::int64_t sa0, std::int64_t s
 
 template <class T>
 void integer_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
-                  tandem::Stream& stream) {
+                  tandem::Stream& stream, bool accumulate) {
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   Launch launch(stream, "gemm");
   integer_gemm_kernel<T><<<grid_for(m * n), kThreads, 0, launch.stream()>>>(
       a.typed<const T>(), a.strides[0], a.strides[1], b.typed<const T>(), b.strides[0],
-      b.strides[1], c.typed<T>(), c.strides[0], c.strides[1], m, n, k);
+      b.strides[1], c.typed<T>(), c.strides[0], c.strides[1], m, n, k, accumulate);
   launch.launched();
 }
 
 }  // namespace
 
-void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, tandem::Stream& stream) {
+void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, tandem::Stream& stream,
+          bool accumulate) {
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape[1] != b.shape[0] ||
       c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1]) {
     throw Error("tandem: gemm: shapes " + a.shape.to_string() + " x " + b.shape.to_string() +
@@ -126,14 +128,14 @@ void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, tandem::St
   }
   if (c.num_elements() == 0) return;
   if (a.shape[1] == 0) {
-    fill(c, 0.0, stream);
+    if (!accumulate) fill(c, 0.0, stream);  // an empty sum adds nothing
     return;
   }
   dispatch_dtype(c.dtype, [&]<class T>(T) {
     if constexpr (std::is_floating_point_v<T>) {
-      floating_gemm<T>(a, b, c, stream);
+      floating_gemm<T>(a, b, c, stream, accumulate);
     } else {
-      integer_gemm<T>(a, b, c, stream);
+      integer_gemm<T>(a, b, c, stream, accumulate);
     }
   });
 }

@@ -64,8 +64,8 @@ const Kernels& cuda_kernels() {
           [](Stream* s, ReduceOp op, const ArrayView& in, int axis, const ArrayView& out) {
             cuda::reduce_axis(op, in, axis, out, on(s, op_name(op)));
           },
-      .gemm = [](Stream* s, const ArrayView& a, const ArrayView& b,
-                 const ArrayView& c) { cuda::gemm(a, b, c, on(s, "dot")); },
+      .gemm = [](Stream* s, const ArrayView& a, const ArrayView& b, const ArrayView& c,
+                 bool accumulate) { cuda::gemm(a, b, c, on(s, "dot"), accumulate); },
       .random_uniform =
           [](Stream* s, const ArrayView& out, double low, double high, std::uint64_t seed,
              std::uint64_t counter) {

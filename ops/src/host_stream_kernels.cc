@@ -130,10 +130,14 @@ const Kernels& host_stream_kernels() {
                               pass_cost(in, 1, 1.0));
           },
       .gemm =
-          [](Stream* stream, const ArrayView& a, const ArrayView& b, const ArrayView& c) {
+          [](Stream* stream, const ArrayView& a, const ArrayView& b, const ArrayView& c,
+             bool accumulate) {
+            WorkCost cost = gemm_cost(c.shape[0], c.shape[1], a.shape[1], c.dtype);
+            // Accumulating reads c as well as writing it.
+            if (accumulate)
+              cost.bytes += static_cast<double>(c.num_elements() * dtype_size(c.dtype));
             require_stream(stream, "dot")
-                .enqueue_host([a, b, c] { cpu::gemm(a, b, c); },
-                              gemm_cost(c.shape[0], c.shape[1], a.shape[1], c.dtype));
+                .enqueue_host([a, b, c, accumulate] { cpu::gemm(a, b, c, accumulate); }, cost);
           },
       .random_uniform =
           [](Stream* stream, const ArrayView& out, double low, double high, std::uint64_t seed,

@@ -6,6 +6,14 @@
 // their results from NDArray ops, which queue and return, so nothing here waits for the
 // engine. A node's rule and saved arrays are dropped right after its rule ran (unless
 // retain_graph): the arrays' memory is freed once the ops that read them have finished.
+//
+// Direct writes: when the gradient flowing into a leaf along an edge is the only one the leaf
+// gets in this walk (the last edge into it, nothing pending from earlier ones), a rule that can
+// (Node::backward_into: dot) writes it straight into the leaf's buffer, overwriting it or, for
+// GradReq::add, accumulating into it (a gemm with beta = 1). This also works through view nodes
+// read by that edge alone (a Dense layer's w.T()). It saves a weight gradient's copy into the
+// buffer, or its add, per backward: in a pipeline's micro-batches one add of every weight per
+// micro-batch. grad() never writes buffers, so it never does this.
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -154,9 +162,13 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
   // gradient is final before the layers below it are walked (what a data-parallel exchange
   // started from the hook overlaps). The sums are formed in the same order either way.
   std::unordered_map<const Node*, std::size_t> unwalked_leaf_edges;
+  // How many edges of walked nodes read each view node (one that can pass a direct write on).
+  std::unordered_map<const Node*, std::size_t> view_reader_edges;
   for (const auto& node : order) {
     for (const detail::Edge& edge : node->inputs) {
-      if (edge.node != nullptr && edge.node->leaf) ++unwalked_leaf_edges[edge.node.get()];
+      if (edge.node == nullptr) continue;
+      if (edge.node->leaf) ++unwalked_leaf_edges[edge.node.get()];
+      if (edge.node->same_view_of) ++view_reader_edges[edge.node.get()];
     }
   }
   // grad(): which nodes lead to a target (walked in reverse, every node's inputs come first),
@@ -189,6 +201,36 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
     deliver_to_leaf(leaf, gradient);
   };
 
+  // Where the node being walked may write the gradient it sends along `edge` (see the top of
+  // the file), with the leaf it ends in and the view nodes passed on the way (from the edge).
+  struct DirectWrite {
+    detail::GradientDestination destination;
+    Node* leaf = nullptr;
+    std::vector<Node*> views;
+  };
+  const auto find_direct_write = [&](const detail::Edge& edge) {
+    DirectWrite write;
+    Node* at = edge.node.get();
+    while (at != nullptr && !at->leaf) {
+      if (!at->same_view_of || at->inputs.size() != 1 || view_reader_edges[at] != 1 ||
+          gradients.contains(at)) {
+        return DirectWrite{};
+      }
+      write.views.push_back(at);
+      at = at->inputs[0].node.get();
+    }
+    if (at == nullptr || at->request == GradReq::null || !at->grad.defined() ||
+        unwalked_leaf_edges[at] != 1 || gradients.contains(at)) {
+      return DirectWrite{};
+    }
+    write.leaf = at;
+    NDArray buffer = at->grad;
+    for (auto view = write.views.rbegin(); view != write.views.rend(); ++view)
+      buffer = (*view)->same_view_of(buffer);
+    write.destination = detail::GradientDestination{buffer, at->request == GradReq::add, false};
+    return write;
+  };
+
   for (const auto& node : order) {
     if (node->leaf) {
       // Reached here only when no walked node reads it (a head that is itself attached),
@@ -211,7 +253,43 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
     }
     for (std::size_t i = 0; i < output_grads.size(); ++i)
       if (!output_grads[i].defined()) output_grads[i] = zeros_for(node->outputs[i]);
-    std::vector<NDArray> input_grads = node->backward(output_grads);
+    std::vector<DirectWrite> direct_writes;
+    if (targets == nullptr && node->backward_into) {
+      bool any = false;
+      direct_writes.resize(node->inputs.size());
+      for (std::size_t i = 0; i < node->inputs.size(); ++i) {
+        direct_writes[i] = find_direct_write(node->inputs[i]);
+        any = any || direct_writes[i].leaf != nullptr;
+      }
+      if (!any) direct_writes.clear();
+    }
+    std::vector<NDArray> input_grads;
+    if (direct_writes.empty()) {
+      input_grads = node->backward(output_grads);
+    } else {
+      std::vector<detail::GradientDestination> destinations;
+      destinations.reserve(direct_writes.size());
+      for (const DirectWrite& write : direct_writes) {
+        if (write.leaf != nullptr) detail::note_in_place_write("backward", write.leaf->grad);
+        destinations.push_back(write.destination);
+      }
+      input_grads = node->backward_into(output_grads, destinations);
+      for (std::size_t i = 0; i < destinations.size() && i < direct_writes.size(); ++i) {
+        if (!destinations[i].written) continue;
+        Node& leaf = *direct_writes[i].leaf;
+        // The buffer's last write in this walk is queued: the leaf is done, as deliver_to_leaf
+        // would leave it. Its edge (or the views' edges) carries nothing more.
+        for (const GradientReadyHook& hook : leaf.ready_hooks) hook(leaf.grad);
+        for (Node* view : direct_writes[i].views) {
+          if (retain_graph) continue;
+          view->backward = nullptr;
+          view->backward_into = nullptr;
+          view->saved.clear();
+          view->inputs.clear();
+          view->released = true;
+        }
+      }
+    }
     output_grads.clear();
     if (input_grads.size() != node->inputs.size()) {
       throw Error(std::string("tandem: ") + op + ": the gradient rule of op '" + node->name +
@@ -241,6 +319,7 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
     }
     if (!retain_graph) {
       node->backward = nullptr;
+      node->backward_into = nullptr;
       node->saved.clear();
       node->inputs.clear();
       node->released = true;

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "../access.h"
+#include "../product_into.h"
 #include "record.h"
 #include "tandem/errors.h"
 #include "tandem/nd/elementwise.h"
@@ -114,18 +115,41 @@ void record_dot(const NDArray& a, const NDArray& b, NDArray& out) {
   const NDArray sa = need_b ? save(a) : NDArray();
   const NDArray sb = need_a ? save(b) : NDArray();
   const Shape shape_a = a.shape(), shape_b = b.shape();
-  record_node("dot", {a, b}, {&out}, save.take(),
-              [need_a, need_b, sa, sb, shape_a, shape_b](const std::vector<NDArray>& grads) {
-                // Every case as matrices: a (m x k), b (k x n), g (m x n).
-                const std::int64_t k = shape_a[shape_a.ndim() - 1];
-                const std::int64_t m = shape_a.ndim() == 2 ? shape_a[0] : 1;
-                const std::int64_t n = shape_b.ndim() == 2 ? shape_b[1] : 1;
-                const NDArray g = with_shape(grads[0], {m, n});
-                NDArray ga, gb;
-                if (need_a) ga = with_shape(nd::dot(g, with_shape(sb, {k, n}).T()), shape_a);
-                if (need_b) gb = with_shape(nd::dot(with_shape(sa, {m, k}).T(), g), shape_b);
-                return std::vector<NDArray>{ga, gb};
-              });
+  // ga = g . b^T and gb = a^T . g, every case as matrices: a (m x k), b (k x n), g (m x n). A
+  // 2-D input's gradient goes straight into its destination when backward offers one (a gemm
+  // writing or accumulating into the leaf's gradient buffer, product_into.h).
+  auto rule = [need_a, need_b, sa, sb, shape_a, shape_b](
+                  const std::vector<NDArray>& grads,
+                  std::vector<GradientDestination>& destinations) {
+    const std::int64_t k = shape_a[shape_a.ndim() - 1];
+    const std::int64_t m = shape_a.ndim() == 2 ? shape_a[0] : 1;
+    const std::int64_t n = shape_b.ndim() == 2 ? shape_b[1] : 1;
+    const NDArray g = with_shape(grads[0], {m, n});
+    const auto into = [&](std::size_t input, const Shape& shape, const NDArray& left,
+                          const NDArray& right) {
+      if (input >= destinations.size() || shape.ndim() != 2) return false;
+      GradientDestination& destination = destinations[input];
+      if (!destination.buffer.defined()) return false;
+      destination.written =
+          nd::detail::push_product_into(left, right, destination.buffer, destination.add);
+      return destination.written;
+    };
+    NDArray ga, gb;
+    if (need_a) {
+      const NDArray b_t = with_shape(sb, {k, n}).T();
+      if (!into(0, shape_a, g, b_t)) ga = with_shape(nd::dot(g, b_t), shape_a);
+    }
+    if (need_b) {
+      const NDArray a_t = with_shape(sa, {m, k}).T();
+      if (!into(1, shape_b, a_t, g)) gb = with_shape(nd::dot(a_t, g), shape_b);
+    }
+    return std::vector<NDArray>{ga, gb};
+  };
+  record_node("dot", {a, b}, {&out}, save.take(), [rule](const std::vector<NDArray>& grads) {
+    std::vector<GradientDestination> none;
+    return rule(grads, none);
+  });
+  nd::detail::NDArrayAccess::grad_node(out)->backward_into = rule;
 }
 
 }  // namespace tandem::autograd::detail

@@ -67,6 +67,10 @@ void record_transpose(const NDArray& x, const std::vector<int>& axes, NDArray& o
   record_node("transpose", {x}, {&out}, {}, [inverse](const std::vector<NDArray>& g) {
     return std::vector<NDArray>{nd::transpose(g[0], inverse)};
   });
+  // The output is x's memory seen through `axes`: a buffer shaped like x seen the same way.
+  nd::detail::NDArrayAccess::grad_node(out)->same_view_of = [axes](const NDArray& input_shaped) {
+    return nd::transpose(input_shaped, axes);
+  };
 }
 
 void record_copy(const char* op, const NDArray& x, NDArray& out) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,21 @@ struct SavedArray {
   std::uint32_t version = 0;
 };
 
+// Where a gradient rule may write the gradient of one of its inputs itself: the gradient buffer
+// of the leaf the input is (or a view of it, for an input that is a view of a leaf), overwritten
+// (GradReq::write) or added into (GradReq::add). The rule sets `written` when it did; otherwise
+// it returns that input's gradient as usual and backward delivers it.
+struct GradientDestination {
+  nd::NDArray buffer;  // undefined: no destination for this input
+  bool add = false;
+  bool written = false;
+};
+
+// A gradient rule that can write inputs' gradients into the destinations offered (one entry per
+// input, most of them empty). It returns one gradient per input, undefined for those it wrote.
+using BackwardIntoFunction = std::function<std::vector<nd::NDArray>(
+    const std::vector<nd::NDArray>& output_grads, std::vector<GradientDestination>& destinations)>;
+
 struct Node {
   Node() = default;
   // Releases the nodes it alone holds one after the other, not recursively: a chain of a
@@ -55,6 +71,14 @@ struct Node {
   std::vector<OutputInfo> outputs;
   std::vector<SavedArray> saved;
   BackwardFunction backward;
+  // Optional, beside `backward` (which must give the same gradients): used by backward() when
+  // some input's gradient can go straight into its leaf's buffer. Saves the copy or add of a
+  // weight gradient formed in a fresh array (a gemm writes or accumulates into the buffer).
+  BackwardIntoFunction backward_into;
+  // Optional, for a node whose one output is a view of its one input (transpose): the same view
+  // taken of an array shaped like the input. A destination for the input's gradient then gives
+  // one for the output's.
+  std::function<nd::NDArray(const nd::NDArray& input_shaped)> same_view_of;
   bool released = false;
   // Leaves only.
   bool leaf = false;

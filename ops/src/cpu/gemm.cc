@@ -51,16 +51,17 @@ std::int64_t rows_per_block(std::int64_t m, std::int64_t n, std::int64_t k) {
 
 template <class T>
 void blas_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-               std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc) {
+               std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc,
+               bool accumulate) {
   const auto op_a = ta ? CblasTrans : CblasNoTrans;
   const auto op_b = tb ? CblasTrans : CblasNoTrans;
   const auto i = [](std::int64_t v) { return static_cast<blasint>(v); };
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), 1.0f, a, i(lda), b, i(ldb), 0.0f, c,
-                i(ldc));
+    cblas_sgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), 1.0f, a, i(lda), b, i(ldb),
+                accumulate ? 1.0f : 0.0f, c, i(ldc));
   } else {
-    cblas_dgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), 1.0, a, i(lda), b, i(ldb), 0.0, c,
-                i(ldc));
+    cblas_dgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), 1.0, a, i(lda), b, i(ldb),
+                accumulate ? 1.0 : 0.0, c, i(ldc));
   }
 }
 
@@ -75,7 +76,7 @@ std::vector<T> pack(ArrayView& v) {
 }
 
 template <class T>
-void floating_gemm(ArrayView a, ArrayView b, const ArrayView& c) {
+void floating_gemm(ArrayView a, ArrayView b, const ArrayView& c, bool accumulate) {
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   std::vector<T> a_buffer, b_buffer;
   BlasOperand da = describe(a), db = describe(b);
@@ -96,12 +97,12 @@ void floating_gemm(ArrayView a, ArrayView b, const ArrayView& c) {
   const std::int64_t a_row = da.transposed ? 1 : da.leading;
   parallel_blocks(m, rows_per_block(m, n, k), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     blas_gemm<T>(da.transposed, db.transposed, r1 - r0, n, k, pa + r0 * a_row, da.leading, pb,
-                 db.leading, pc + r0 * ldc, ldc);
+                 db.leading, pc + r0 * ldc, ldc, accumulate);
   });
 }
 
 template <class T>
-void integer_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c) {
+void integer_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, bool accumulate) {
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   const T* pa = a.typed<const T>();
   const T* pb = b.typed<const T>();
@@ -113,7 +114,9 @@ void integer_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c) {
                   [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
                     for (std::int64_t i = r0; i < r1; ++i) {
                       T* row = pc + i * sc[0];
-                      for (std::int64_t j = 0; j < n; ++j) row[j * sc[1]] = T(0);
+                      if (!accumulate) {
+                        for (std::int64_t j = 0; j < n; ++j) row[j * sc[1]] = T(0);
+                      }
                       for (std::int64_t p = 0; p < k; ++p) {
                         const T av = pa[i * sa[0] + p * sa[1]];
                         for (std::int64_t j = 0; j < n; ++j) {
@@ -133,7 +136,7 @@ void configure_blas_threads() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c) {
+void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, bool accumulate) {
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape[1] != b.shape[0] ||
       c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1]) {
     throw Error("tandem: gemm: shapes " + a.shape.to_string() + " x " + b.shape.to_string() +
@@ -141,7 +144,7 @@ void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c) {
   }
   if (c.num_elements() == 0) return;
   if (a.shape[1] == 0) {
-    fill(c, 0.0);
+    if (!accumulate) fill(c, 0.0);  // an empty sum adds nothing
     return;
   }
   dispatch_dtype(c.dtype, [&]<class T>(T) {
@@ -149,9 +152,9 @@ void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c) {
       if (c.shape[1] != 1 && c.strides[1] != 1) {
         throw Error("tandem: gemm: the output must have unit stride along its rows");
       }
-      floating_gemm<T>(a, b, c);
+      floating_gemm<T>(a, b, c, accumulate);
     } else {
-      integer_gemm<T>(a, b, c);
+      integer_gemm<T>(a, b, c, accumulate);
     }
   });
 }

@@ -38,8 +38,8 @@ const Kernels& host_kernels() {
                        const ArrayView& out) { cpu::reduce_all(op, in, out); },
       .reduce_axis = [](Stream*, ReduceOp op, const ArrayView& in, int axis,
                         const ArrayView& out) { cpu::reduce_axis(op, in, axis, out); },
-      .gemm = [](Stream*, const ArrayView& a, const ArrayView& b,
-                 const ArrayView& c) { cpu::gemm(a, b, c); },
+      .gemm = [](Stream*, const ArrayView& a, const ArrayView& b, const ArrayView& c,
+                 bool accumulate) { cpu::gemm(a, b, c, accumulate); },
       .random_uniform =
           [](Stream*, const ArrayView& out, double low, double high, std::uint64_t seed,
              std::uint64_t counter) { return cpu::random_uniform(out, low, high, seed, counter); },

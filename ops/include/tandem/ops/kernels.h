@@ -54,9 +54,10 @@ struct Kernels {
                      const ArrayView& out) = nullptr;
   void (*reduce_axis)(Stream* stream, ReduceOp op, const ArrayView& in, int axis,
                       const ArrayView& out) = nullptr;
-  // c = a . b for 2-d views.
-  void (*gemm)(Stream* stream, const ArrayView& a, const ArrayView& b,
-               const ArrayView& c) = nullptr;
+  // c = a . b for 2-d views, or c += a . b when `accumulate` (BLAS's beta = 1: the product is
+  // added into c as it is formed, with no temporary of c's size).
+  void (*gemm)(Stream* stream, const ArrayView& a, const ArrayView& b, const ArrayView& c,
+               bool accumulate) = nullptr;
   // Philox draws into a contiguous floating view from (seed, counter); they return the counter
   // blocks the draw consumes.
   std::uint64_t (*random_uniform)(Stream* stream, const ArrayView& out, double low, double high,

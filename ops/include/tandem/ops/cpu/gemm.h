@@ -1,4 +1,5 @@
-// Matrix product on the CPU: c = a · b for 2-D views a (m x k), b (k x n), c (m x n).
+// Matrix product on the CPU: c = a · b for 2-D views a (m x k), b (k x n), c (m x n), or
+// c += a · b when `accumulate` (BLAS's beta = 1, the products added into c as they are formed).
 //
 // float32/float64 go to CBLAS (OpenBLAS). To keep engine workers x BLAS threads within the
 // cores, OpenBLAS is set to one thread the first time a gemm runs, and a big product is split
@@ -13,7 +14,7 @@
 
 namespace tandem::ops::cpu {
 
-void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c);
+void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, bool accumulate = false);
 
 // Sets OpenBLAS to one thread (once per process); gemm calls it itself. Exposed so that a
 // program that also calls BLAS directly can see the setting tandem relies on.

@@ -3,7 +3,8 @@
 // sizes) on the stream's cuBLAS handle, row-major through the transposition identity
 // c^T = b^T · a^T; a and b may be transposed or row-strided views, other layouts are packed
 // first; c must have unit stride along its rows. Integer types run a plain kernel that wraps
-// around on overflow, like the CPU. `stream` must be a gpu(i) compute stream.
+// around on overflow, like the CPU. `stream` must be a gpu(i) compute stream. `accumulate`:
+// c += a · b (cuBLAS beta = 1).
 #pragma once
 
 #include "tandem/accel/stream.h"
@@ -11,6 +12,7 @@
 
 namespace tandem::ops::cuda {
 
-void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, tandem::Stream& stream);
+void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, tandem::Stream& stream,
+          bool accumulate = false);
 
 }  // namespace tandem::ops::cuda
