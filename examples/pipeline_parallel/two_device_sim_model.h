@@ -8,8 +8,8 @@
 //   results (~1.5 GFLOP per step) and the pushes of 1000-20000 ops, so the figures measure the
 //   schedule, not a 2-core host shared with other programs.
 // - Memory no faster than compute (2 GB/s: 1 flop per byte): what a micro-batch costs whatever
-//   its size, reading the weights in each product and adding each weight gradient into its
-//   accumulator (a width x width add per layer and micro-batch), weighs as it does on a GPU, so
+//   its size, reading the weights in each product and each weight gradient's accumulator in the
+//   product that adds into it (per layer and micro-batch), weighs as it does on a GPU, so
 //   tiny micro-batches waste the device: the left arm of the seed's U-shaped split-size curve.
 // - One compute stream per device, as in the figures measured before a sim device's compute
 //   streams shared its rate (they do now: a second stream would only fill idle gaps, never
