@@ -7,7 +7,8 @@
 #     asan    ASan+UBSan build in build-asan/, ctest: every test, TANDEM_TEST_SCALE=0.05
 #     embed   cmake --install build/ into a temporary prefix, then build and run against the
 #             installed package: examples/embed, an engine-only consumer (COMPONENTS engine,
-#             without BLAS or nlohmann-json) and a program linking every exported target
+#             without BLAS or nlohmann-json), a program linking every exported target and a
+#             front-end application (tests/installed/frontend_consumer)
 #     demo    run the demo programs of build/ in their short --quick form
 #   bash scripts/test.sh tsan asan      # only the stages named (setup always runs first)
 #
@@ -135,6 +136,7 @@ stage_embed() {
   "${work}/embed-build/embed"
   check_engine_only_consumer "$work" "$prefix"
   check_all_exported_targets "$work" "$prefix"
+  check_frontend_consumer "$work" "$prefix"
   rm -rf "$work"
 }
 
@@ -216,6 +218,20 @@ CMAKE
   cmake --build "${work}/all-targets-build"
   "${work}/all-targets-build/all_targets"
   log "every exported target links from the installed package"
+}
+
+# A front-end application (tests/installed/frontend_consumer, copied out of the tree): trains
+# with autograd and a Trainer on cpu and sim(0), hybridizes, exports and loads the export,
+# calls autograd::grad, runs a loop under AutoCapture, from the installed package alone.
+check_frontend_consumer() {
+  local work=$1 prefix=$2
+  cp -r "${TANDEM_ROOT}/tests/installed/frontend_consumer" "${work}/frontend-consumer"
+  cmake -S "${work}/frontend-consumer" -B "${work}/frontend-consumer-build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  cmake --build "${work}/frontend-consumer-build" --parallel "$TANDEM_JOBS"
+  "${work}/frontend-consumer-build/frontend_consumer"
+  log "a front-end application (train, hybridize, export, import) runs from the installed package"
 }
 
 stage_demo() {
