@@ -165,7 +165,11 @@ NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels) {
     const auto paused = autograd::pause(autograd::is_training());
     const detail::TracePause trace_paused;
     const NDArray x = dense(logits);
-    classes = labels.dtype() == int32 ? dense(labels) : labels.astype(int32);
+    // The kernels take int32 labels. An int64 label outside int32's range is outside
+    // [0, classes) too and must stay so, not wrap onto a class: clamp before narrowing.
+    classes = labels.dtype() == int32
+                  ? dense(labels)
+                  : nd::minimum(nd::maximum(labels, -1.0), 2147483647.0).astype(int32);
     loss = detail::allocate_array(engine, Shape{rows}, logits.dtype(), logits.device(), op);
     if (record) {
       probabilities =

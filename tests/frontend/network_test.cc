@@ -37,6 +37,21 @@ TEST_SUITE("frontend.network") {
       CHECK(loss[1] == doctest::Approx(10000.0));
       const NDArray int64_labels = nd::from_vector(std::vector<std::int64_t>{1, 2}, device);
       CHECK(nd::softmax_cross_entropy(logits, int64_labels).to_vector<double>() == loss);
+      // int64 labels beyond int32's range are out of range (loss 0; gradient softmax, with no
+      // class's 1 subtracted), not wrapped onto class 1 or 2.
+      NDArray x = logits.copy();
+      x.attach_grad();
+      const NDArray huge = nd::from_vector(
+          std::vector<std::int64_t>{(std::int64_t{1} << 32) + 1, -(std::int64_t{1} << 32) + 2},
+          device);
+      NDArray huge_loss;
+      {
+        auto recording = ag::record();
+        huge_loss = nd::softmax_cross_entropy(x, huge);
+      }
+      huge_loss.sum().backward();
+      CHECK(huge_loss.to_vector<double>() == std::vector<double>{0, 0});
+      for (double g : x.grad().to_vector<double>()) CHECK(g >= 0.0);
     }
   }
 
