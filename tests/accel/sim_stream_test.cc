@@ -1,4 +1,6 @@
 // The sim backend on its own: streams, events, errors, memory and the registry.
+#include <tandem/accel/device_graph.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -38,9 +40,11 @@ TEST_CASE("a sim item is held for its modelled duration and timing events record
 
 namespace {
 
-// Two streams each run one `ms` item from the same moment; returns the ms from the first start
-// to the last end, read from timing events.
-double both_done_ms(Stream& one, Stream& other, double ms, bool other_copies = false) {
+// Two streams each run one `ms` item from the same moment (the first stream, when
+// `first_work` is given, what that enqueues instead); returns the ms from the first start to
+// the last end, read from timing events.
+double both_done_ms(Stream& one, Stream& other, double ms, bool other_copies = false,
+                    const std::function<void(Stream&)>& first_work = {}) {
   // Both items wait for one event, so neither starts before the other is queued.
   Stream& gate = accelerator(sim(0)).stream(Queue::copy_d2h);
   std::atomic<bool> open{false};
@@ -58,6 +62,8 @@ double both_done_ms(Stream& one, Stream& other, double ms, bool other_copies = f
     starts[i] = streams[i]->record(true);
     if (i == 1 && other_copies) {
       streams[i]->copy(dst.data(), src.data(), src.size());  // ms at the bus's 1 GB/s
+    } else if (i == 0 && first_work) {
+      first_work(*streams[i]);
     } else {
       streams[i]->enqueue_host([] {}, cost_ms(ms));
     }
@@ -95,6 +101,28 @@ TEST_CASE("two kernels on two compute streams of one device share its rate: twic
       },
       2.5 * kMs);
   MESSAGE("two kernels on one device: " << shared << " ms");
+  CHECK(shared >= 2 * kMs * 0.99);
+  CHECK(shared < 2.5 * kMs);
+}
+
+TEST_CASE("a device graph launch shares the device's rate like the kernels it holds") {
+  use_sim_test_config();
+  Accelerator& device = accelerator(sim(0));
+  constexpr double kMs = 10;
+  // A graph of two 5 ms items on compute stream 0, launched beside a 10 ms kernel on stream 1:
+  // 20 ms of work on one device, so the last end is at least 20 ms, as for two kernels.
+  Stream& stream = device.stream(Queue::compute, 0);
+  stream.begin_graph_capture();
+  stream.enqueue_host([] {}, cost_ms(kMs / 2));
+  stream.enqueue_host([] {}, cost_ms(kMs / 2));
+  const std::unique_ptr<DeviceGraph> graph = stream.end_graph_capture();
+  const double shared = fastest_of_three(
+      [&] {
+        return both_done_ms(stream, device.stream(Queue::compute, 1), kMs, false,
+                            [&](Stream& on) { graph->launch(on); });
+      },
+      2.5 * kMs);
+  MESSAGE("a device graph beside a kernel on one device: " << shared << " ms");
   CHECK(shared >= 2 * kMs * 0.99);
   CHECK(shared < 2.5 * kMs);
 }

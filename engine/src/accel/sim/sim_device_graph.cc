@@ -84,20 +84,34 @@ void SimStream::run_graph(const SimGraphItems& graph) {
   for (const SimGraphItem& item : graph) modelled += model_.duration(item.cost) - model_.latency;
   count_modelled(modelled);
   if (segment_error_) return;  // behind a failure: the whole launch is skipped
+  const auto run_item = [&](const SimGraphItem& item) {
+    if (segment_error_) return;
+    try {
+      if (item.work) {
+        item.work();
+      } else {
+        const auto bytes = static_cast<std::size_t>(item.cost.bytes);
+        if (bytes > 0) std::memmove(item.dst, item.src, bytes);
+      }
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  };
+  SimSharedRate* const shared = model_.shared_rate.get();
+  if (shared != nullptr) {
+    // The device's compute is shared with its other compute streams: after the one latency,
+    // each item takes its share as a kernel enqueued on its own would (sim_shared_rate.h).
+    wait_until_precisely(std::chrono::steady_clock::now() + model_.latency);
+    for (const SimGraphItem& item : graph) {
+      const auto ticket = shared->start(std::chrono::steady_clock::now(), model_.work(item.cost));
+      run_item(item);
+      wait_for_share(*shared, ticket, std::chrono::nanoseconds(0));
+    }
+    return;
+  }
   auto deadline = std::chrono::steady_clock::now() + model_.latency;
   for (const SimGraphItem& item : graph) {
-    if (!segment_error_) {
-      try {
-        if (item.work) {
-          item.work();
-        } else {
-          const auto bytes = static_cast<std::size_t>(item.cost.bytes);
-          if (bytes > 0) std::memmove(item.dst, item.src, bytes);
-        }
-      } catch (...) {
-        fail(std::current_exception());
-      }
-    }
+    run_item(item);
     // An item whose body outlasts its modelled work holds the stream for as long as it took.
     deadline = std::max(deadline + (model_.duration(item.cost) - model_.latency),
                         std::chrono::steady_clock::now());

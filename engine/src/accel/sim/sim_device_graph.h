@@ -6,7 +6,9 @@
 //   latency + sum over items of max(flops / compute rate, bytes / bandwidth)
 // (each item's modelled work without its own latency), or for as long as the items' bodies
 // really take when that is longer: one launch latency per graph instead of one per item, which
-// is what a CUDA Graph saves. Errors follow the stream's rule: an item that throws fails the
+// is what a CUDA Graph saves. On a compute stream whose device shares its rate among its
+// compute streams (sim_shared_rate.h), each item takes its share of the device in turn, as the
+// same item enqueued alone would. Errors follow the stream's rule: an item that throws fails the
 // stream's segment and the launch's remaining items are skipped.
 #pragma once
 

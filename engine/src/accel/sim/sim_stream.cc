@@ -191,12 +191,17 @@ void SimStream::hold(const WorkCost& cost, Body&& body) {
     wait_until_precisely(start + model_.duration(cost));
     return;
   }
+  wait_for_share(*shared, ticket, model_.latency);
+}
+
+void SimStream::wait_for_share(SimSharedRate& shared, std::uint64_t ticket,
+                               std::chrono::nanoseconds after) {
   // A finish time only moves later (other kernels start), so sleep until it and ask again.
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
-    const auto share_ends = shared->finish_time(ticket, now);
+    const auto share_ends = shared.finish_time(ticket, now);
     if (share_ends <= now) {
-      wait_until_precisely(share_ends + model_.latency);
+      wait_until_precisely(share_ends + after);
       return;
     }
     wait_until_precisely(share_ends);

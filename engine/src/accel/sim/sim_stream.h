@@ -132,8 +132,11 @@ class SimStream final : public Stream {
   // duration`, or on a shared rate, the end of its share plus the latency.
   template <class Body>
   void hold(const WorkCost& cost, Body&& body);
+  // On a shared rate: sleeps until the share of `ticket` has ended, then `after` more.
+  void wait_for_share(SimSharedRate& shared, std::uint64_t ticket, std::chrono::nanoseconds after);
   void fail(std::exception_ptr error);
-  // A graph launch: its items in order, one latency for all (sim_device_graph.cc).
+  // A graph launch: its items in order, one latency for all, each item taking its share of a
+  // shared rate like a kernel would (sim_device_graph.cc).
   void run_graph(const SimGraphItems& graph);
   void count_modelled(std::chrono::nanoseconds duration) noexcept;
 
