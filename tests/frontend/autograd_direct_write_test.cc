@@ -3,7 +3,7 @@
 // gradient is the only one the leaf gets, directly or through a transposed view (Dense's w.T()).
 // The values must be those of the ordinary path, the buffer's hooks must see the final value,
 // and a leaf or view read more than once must still get the sum of its gradients.
-#include <tuple>
+#include <memory>
 
 #include "frontend_test_util.h"
 
@@ -62,6 +62,19 @@ NDArray dense_loss(const NDArray& x, const NDArray& w, const NDArray& c, bool pl
 std::vector<double> expected_weight_gradient(const NDArray& x, const NDArray& c, bool plain) {
   return plain ? at_b(values(x), values(c), kRows, kIn, kOut)
                : at_b(values(c), values(x), kRows, kOut, kIn);
+}
+
+// What the gradient-ready hook of an attached array saw: how often it ran, and a copy of the
+// gradient it was given (queued after the write it signals, so it holds the final value).
+struct HookCalls {
+  int calls = 0;
+  NDArray seen;
+};
+void watch(const NDArray& attached, const std::shared_ptr<HookCalls>& hook) {
+  ag::add_gradient_ready_hook(attached, [hook](const NDArray& gradient) {
+    ++hook->calls;
+    hook->seen = gradient.copy();
+  });
 }
 
 std::uint64_t ops_pushed() {
@@ -134,12 +147,8 @@ TEST_SUITE("frontend.autograd_direct_write") {
       const NDArray c = matrix(kRows, kOut, 2, cpu());
       NDArray w = matrix(kOut, kIn, 3, cpu());
       w.attach_grad();
-      int hook_calls = 0;
-      NDArray seen_by_hook;
-      ag::add_gradient_ready_hook(w, [&](const NDArray& gradient) {
-        ++hook_calls;
-        seen_by_hook = gradient.copy();
-      });
+      const auto hook = std::make_shared<HookCalls>();
+      watch(w, hook);
       {
         auto recording = ag::record();
         // Two transpose nodes reading w, or one transpose read by both products.
@@ -150,8 +159,8 @@ TEST_SUITE("frontend.autograd_direct_write") {
       const std::vector<double> expected =
           plus(expected_weight_gradient(x1, c, false), expected_weight_gradient(x2, c, false));
       CHECK(values(w.grad()) == expected);
-      CHECK(hook_calls == 1);
-      CHECK(values(seen_by_hook) == expected);
+      CHECK(hook->calls == 1);
+      CHECK(values(hook->seen) == expected);
     }
   }
 
@@ -162,18 +171,14 @@ TEST_SUITE("frontend.autograd_direct_write") {
       const NDArray c = matrix(kRows, kOut, 2, device);
       NDArray w = matrix(kOut, kIn, 3, device);
       w.attach_grad(ag::GradReq::add);
-      int hook_calls = 0;
-      NDArray seen_by_hook;
-      ag::add_gradient_ready_hook(w, [&](const NDArray& gradient) {
-        ++hook_calls;
-        seen_by_hook = gradient.copy();
-      });
+      const auto hook = std::make_shared<HookCalls>();
+      watch(w, hook);
       {
         auto recording = ag::record();
         dense_loss(x, w, c, false).backward();
       }
-      CHECK(hook_calls == 1);
-      CHECK(values(seen_by_hook) == expected_weight_gradient(x, c, false));
+      CHECK(hook->calls == 1);
+      CHECK(values(hook->seen) == expected_weight_gradient(x, c, false));
     }
   }
 
