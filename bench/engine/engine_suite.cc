@@ -172,6 +172,16 @@ void EngineSuite::measure_writes_round_robin(const std::string& workload, std::s
   if (enabled("tbb_flow")) {
     entrants.push_back({"tbb_flow", [=] { return tbb_flow_writes_round_robin(ops, num_vars); }});
   }
+  // Replayed in blocks of one op per var: whole blocks only, so only where ops divide evenly,
+  // and blocks of many ops (one op per replay would measure the replay call, not the ops).
+  if (enabled("tandem_replay") && num_vars >= kReplayVars && num_vars < ops &&
+      ops % num_vars == 0) {
+    auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(num_vars));
+    entrants.push_back({"tandem_replay", [this, vars, ops] {
+                          return run_writes_round_robin_replayed(tandem_.engine(), vars->handles(),
+                                                                 ops);
+                        }});
+  }
   record_ns_per_op(workload, run_side_by_side(workload, entrants, repetitions_), ops);
 }
 
@@ -186,6 +196,13 @@ void EngineSuite::measure_fan_out() {
       push_entrants({"tandem", "tandem_profiled", "tandem_naive", "starpu"}, 1, run);
   if (enabled("tbb_flow")) {
     entrants.push_back({"tbb_flow", [=] { return tbb_flow_fan_out(rounds, reads); }});
+  }
+  if (enabled("tandem_replay")) {
+    auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(1));
+    entrants.push_back({"tandem_replay", [this, vars, rounds, reads] {
+                          return run_fan_out_replayed(tandem_.engine(), vars->handles(), rounds,
+                                                      reads);
+                        }});
   }
   record_ns_per_op("fan_out", run_side_by_side("fan_out", entrants, repetitions_), ops);
 }

@@ -1,5 +1,7 @@
 #include "replay_workloads.h"
 
+#include <algorithm>
+
 #include "tandem/auto_capture.h"
 #include "tandem/graph.h"
 
@@ -63,6 +65,34 @@ Nanoseconds run_window_replayed(Engine& engine, std::span<const Var> vars, std::
   CapturedGraph graph = capture(engine, [&] { push_window(engine, vars); });
   const auto start = Clock::now();
   for (std::size_t w = 0; w < windows; ++w) graph.replay();
+  engine.wait_all();
+  return since(start);
+}
+
+Nanoseconds run_writes_round_robin_replayed(Engine& engine, std::span<const Var> vars,
+                                            std::size_t ops) {
+  CapturedGraph block = capture(engine, [&] {
+    for (const Var var : vars) {
+      engine.push([] { run_work(Work{}); }, cpu(), {}, {var}, {.name = "bench_op"});
+    }
+  });
+  const std::size_t blocks = std::max<std::size_t>(1, ops / vars.size());
+  const auto start = Clock::now();
+  for (std::size_t b = 0; b < blocks; ++b) block.replay();
+  engine.wait_all();
+  return since(start);
+}
+
+Nanoseconds run_fan_out_replayed(Engine& engine, std::span<const Var> vars, std::size_t rounds,
+                                 std::size_t reads_per_write) {
+  const Var var = vars.front();
+  CapturedGraph round = capture(engine, [&] {
+    engine.push([] { run_work(Work{}); }, cpu(), {}, {var}, {.name = "bench_write"});
+    for (std::size_t i = 0; i < reads_per_write; ++i)
+      engine.push([] { run_work(Work{}); }, cpu(), {var}, {}, {.name = "bench_read"});
+  });
+  const auto start = Clock::now();
+  for (std::size_t r = 0; r < rounds; ++r) round.replay();
   engine.wait_all();
   return since(start);
 }

@@ -6,6 +6,9 @@
 // - the METG workloads (system tandem_replay): the Task Bench pattern of workloads.h, its steps
 //   replayed from a captured block of kBlockSteps steps (captured untimed), the steps short of
 //   a whole block pushed.
+// - chains_1000 and fan_out (system tandem_replay): the ops of workloads.h, a block of them
+//   (one op per var, or one round) captured untimed and replayed until the run has as many ops
+//   as the pushed run; what an application that captures its repeated step gets.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +30,15 @@ Nanoseconds run_window_pushed(Engine& engine, std::span<const Var> vars, std::si
 Nanoseconds run_window_replayed(Engine& engine, std::span<const Var> vars, std::size_t ops);
 // The window pushed one by one inside a tandem::AutoCapture scope (tandem/auto_capture.h).
 Nanoseconds run_window_autocaptured(Engine& engine, std::span<const Var> vars, std::size_t ops);
+
+// run_writes_round_robin's ops, replayed from a captured block of vars.size() ops (op i writes
+// vars[i]); `ops` is rounded down to whole blocks (at least one).
+Nanoseconds run_writes_round_robin_replayed(Engine& engine, std::span<const Var> vars,
+                                            std::size_t ops);
+// run_fan_out's rounds (one write of vars[0], then `reads_per_write` reads of it), each replayed
+// from one captured round.
+Nanoseconds run_fan_out_replayed(Engine& engine, std::span<const Var> vars, std::size_t rounds,
+                                 std::size_t reads_per_write);
 
 // `vars` holds 2 * width vars, as for run_task_bench.
 Nanoseconds run_task_bench_replayed(Engine& engine, std::span<const Var> vars,
