@@ -212,9 +212,12 @@ void EngineCore::prepare_delete(OpRecord* op, Var var) {
     throw_unusable_var(var, "delete_var", owner_, /*deleting=*/true);
   }
   owner_->live_vars.fetch_sub(1, std::memory_order_relaxed);
-  // The deleter op itself holds the state under its new generation.
+  // The deleter op itself holds the state under its new generation. A deletion is cheap (it
+  // frees memory), so on an idle var it runs at once on the calling thread (inline_when_ready):
+  // handing it to a worker cost more than the deleter, and moved the op record, the var state
+  // and the freed memory to the worker's caches, away from the thread that makes the next array.
   prepare(op, cpu(), {}, {Var(state, generation + 1)},
-          OpProps{.name = "delete_var", .no_skip = true});
+          OpProps{.name = "delete_var", .no_skip = true, .inline_when_ready = true});
   op->var_to_delete = state;
 }
 

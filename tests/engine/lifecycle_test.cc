@@ -101,6 +101,64 @@ TEST_CASE("delete_var runs the deleter after every earlier op on the var") {
   CHECK(seen_by_deleter.load() == 4);
 }
 
+// A deletion is cheap: on an idle var the threaded engine runs the deleter at once on the
+// calling thread, as the naive engine does; on a var with queued ops it runs on a worker after
+// the last of them, and the call returns without waiting.
+TEST_CASE("delete_var of an idle var runs the deleter at once on the calling thread") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 1;
+  TestEngine engine(config);
+  const std::thread::id caller = std::this_thread::get_id();
+
+  Var idle = engine->new_var();  // deleted by the test
+  engine->push([] {}, cpu(), {}, {idle});
+  engine->wait_all();
+  std::thread::id idle_deleter_ran_on;
+  engine->delete_var(idle, [&] { idle_deleter_ran_on = std::this_thread::get_id(); });
+  CHECK(idle_deleter_ran_on == caller);  // already ran: nothing to wait for
+  CHECK(engine->stats().ops_in_flight == 0);
+
+  Var busy = engine->new_var();  // deleted by the test
+  Flag reader_started, release_reader;
+  engine->push(
+      [&] {
+        reader_started.raise();
+        release_reader.wait();
+      },
+      cpu(), {busy}, {}, {.name = "slow reader"});
+  REQUIRE(reader_started.wait());
+  std::atomic<bool> busy_deleted{false};
+  std::thread::id busy_deleter_ran_on;
+  engine->delete_var(busy, [&] {
+    busy_deleter_ran_on = std::this_thread::get_id();
+    busy_deleted = true;
+  });
+  CHECK_FALSE(busy_deleted.load());  // queued behind the reader
+  release_reader.raise();
+  engine->wait_all();
+  CHECK(busy_deleted.load());
+  CHECK(busy_deleter_ran_on != caller);
+  CHECK(engine->stats().vars_alive == 0);
+}
+
+TEST_CASE("a deleter that runs inline and throws is reported once by wait_all") {
+  const EngineKind kind = each_engine_kind();
+  auto engine = make_engine(kind);
+  Var v = engine->new_var();  // deleted by the test
+  engine->push([] {}, cpu(), {}, {v});
+  engine->wait_all();  // v is idle: its deleter runs inline on the threaded engine too
+  engine->delete_var(v, [] { throw std::runtime_error("could not close file"); });
+  try {
+    engine->wait_all();
+    FAIL("wait_all should report the deleter's exception");
+  } catch (const tandem::OpError& error) {
+    CHECK(nested_message(error) == "could not close file");
+  }
+  CHECK_NOTHROW(engine->wait_all());
+  CHECK(engine->stats().ops_failed == 1);
+  CHECK(engine->stats().ops_completed == engine->stats().ops_pushed);
+}
+
 TEST_CASE("a deleter runs even when its var is poisoned") {
   const EngineKind kind = each_engine_kind();
   auto engine = make_engine(kind);

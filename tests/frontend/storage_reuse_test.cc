@@ -67,6 +67,24 @@ TEST_SUITE("frontend.storage_reuse") {
     }
   }
 
+  // Below the park's size a dead array is deleted, and when its var is idle (its op ran
+  // inline) the deleter runs at once on the releasing thread: a never-syncing loop of tiny ops
+  // hands nothing to a worker.
+  TEST_CASE("a never-syncing loop of tiny ops runs its ops and deletions on the calling thread") {
+    auto engine = Engine::create(EngineConfig{.kind = EngineKind::threaded, .cpu_workers = 2});
+    nd::EngineScope scope(*engine);
+    const nd::NDArray x = nd::ones({1, 2});
+    engine->wait_all();  // x is readable: every addition below is ready at its push
+    nd::NDArray y = x + 1;
+    const tandem::EngineStats before = engine->stats();
+    for (int i = 0; i < 100; ++i) y = x + 1;
+    const tandem::EngineStats after = engine->stats();   // no wait
+    CHECK(after.ops_pushed - before.ops_pushed == 200);  // an addition and a deletion each
+    CHECK(after.ops_in_flight == 0);                     // both already ran, inline
+    CHECK(after.vars_alive == before.vars_alive);
+    CHECK(all_equal(y, 2.0f));
+  }
+
   TEST_CASE("a write into a reused storage waits for the reads still queued on its old array") {
     auto engine = Engine::create(EngineConfig{.kind = EngineKind::threaded, .cpu_workers = 2});
     nd::EngineScope scope(*engine);

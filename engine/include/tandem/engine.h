@@ -167,7 +167,10 @@ class Engine {
 
   // Frees `var` once every op pushed on it so far has finished, after running `deleter` there
   // (the deleter runs even if the var is poisoned; an exception from it is reported by
-  // wait_all). `var` must not be used after this call.
+  // wait_all). `var` must not be used after this call. When no op holds or waits for the var,
+  // the threaded engine runs the deleter at once on the calling thread, as the naive engine
+  // always does (not from inside an op, nor for a var with device work pending): keep deleters
+  // cheap, and push slow clean-up as an op of its own.
   template <class Fn>
   void delete_var(Var var, Fn&& deleter) {
     detail::OpRecord* op = detail::acquire_op_record();
