@@ -218,6 +218,35 @@ std::string error_of(Fn&& fn) {
   return "";
 }
 
+// What wait_for_var(var) throws ("" if nothing). A TimeoutError propagates: it fails the test.
+inline std::string error_of(tandem::Engine& engine, tandem::Var var) {
+  try {
+    engine.wait_for_var(var, kPatience);
+  } catch (const tandem::TimeoutError&) {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Every error wait_all throws, in order, until it throws none.
+inline std::vector<std::string> errors_of_wait_all(tandem::Engine& engine) {
+  std::vector<std::string> errors;
+  for (int i = 0; i < 1000; ++i) {
+    try {
+      engine.wait_all(kPatience);
+      return errors;
+    } catch (const tandem::TimeoutError&) {
+      throw;
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
+  }
+  FAIL("wait_all kept throwing");
+  return errors;
+}
+
 // The message of the exception nested in `error` (an OpError's original), or "" if none.
 inline std::string nested_message(const std::exception& error) {
   try {
