@@ -7,6 +7,7 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <stdlib.h>  // setenv, unsetenv (POSIX)
 #include <tandem/engine.h>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <thread>
@@ -125,6 +127,28 @@ inline double test_scale() {
   }
   return scale;
 }
+
+// Sets an environment variable for the life of the object, then restores the old value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 // Runs the calling test once per engine kind (as doctest subcases, so a failure names the kind).
 inline tandem::EngineKind each_engine_kind() {
