@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "common/blas_operand.h"
+#include "common/gemm_checks.h"
 #include "launch.cuh"
 #include "tandem/ops/cuda/copy.h"
 #include "tandem/ops/cuda/gemm.h"
@@ -103,11 +104,7 @@ void integer_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
 
 void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, tandem::Stream& stream,
           bool accumulate) {
-  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape[1] != b.shape[0] ||
-      c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1]) {
-    throw Error("tandem: gemm: shapes " + a.shape.to_string() + " x " + b.shape.to_string() +
-                " -> " + c.shape.to_string() + " do not form a matrix product");
-  }
+  check_gemm_shapes(a, b, c);
   if (c.num_elements() == 0) return;
   if (a.shape[1] == 0) {
     if (!accumulate) fill(c, 0.0, stream);  // an empty sum adds nothing

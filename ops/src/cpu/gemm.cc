@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/blas_operand.h"
+#include "common/gemm_checks.h"
 #include "parallel.h"
 #include "tandem/errors.h"
 #include "tandem/ops/cpu/copy.h"
@@ -118,11 +119,7 @@ void configure_blas_threads() {
 }
 
 void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, bool accumulate) {
-  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape[1] != b.shape[0] ||
-      c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1]) {
-    throw Error("tandem: gemm: shapes " + a.shape.to_string() + " x " + b.shape.to_string() +
-                " -> " + c.shape.to_string() + " do not form a matrix product");
-  }
+  check_gemm_shapes(a, b, c);
   if (c.num_elements() == 0) return;
   if (a.shape[1] == 0) {
     if (!accumulate) fill(c, 0.0);  // an empty sum adds nothing
