@@ -1,5 +1,6 @@
 #include "records.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -14,6 +15,10 @@ nlohmann::json target_record(const std::string& target, const std::string& limit
 }
 
 void print_targets(const Records& records) {
+  const bool any = std::any_of(records.begin(), records.end(), [](const nlohmann::json& r) {
+    return r.value("workload", "") == "targets";
+  });
+  if (!any) return;
   std::printf("\n%-58s %-10s %10s  %s\n", "target", "limit", "measured", "status");
   for (const auto& r : records) {
     if (r.value("workload", "") != "targets") continue;

@@ -15,7 +15,7 @@ using Records = std::vector<nlohmann::json>;
 nlohmann::json target_record(const std::string& target, const std::string& limit_text, double value,
                              double limit, bool at_most, bool measured = true);
 
-// Prints the targets among `records` as a table on stdout.
+// Prints the targets among `records` as a table on stdout (nothing when there are none).
 void print_targets(const Records& records);
 
 // Writes `records` as a JSON list to `path`; false (after a message on stderr naming `program`

@@ -13,36 +13,23 @@
 // The sim device is configured slow (2 GFLOP/s, 4 GB/s memory, 0.25 GB/s bus) so that its
 // modelled times dwarf the real CPU time its kernels take here: on a 2-core machine the sim
 // streams' CPU bodies would otherwise compete with the CPU workload being overlapped.
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <string>
+#include <vector>
 
 #include <tandem/tandem.h>
 
-#include "records.h"
+#include "suite_main.h"
 #include "tandem/accel/accelerator.h"
 #include "workloads.h"
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string out;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-      out = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: bench_overlap [--quick] --out PATH.json\n");
-      return 2;
-    }
-  }
-  if (out.empty()) {
-    std::fprintf(stderr, "bench_overlap: --out PATH.json is required\n");
+  tandem::bench::SuiteCommandLine line;
+  if (!tandem::bench::parse_suite_command_line(argc, argv, "bench_overlap",
+                                               "[--quick] --out PATH.json", line)) {
     return 2;
   }
-  tandem::bench::Records records;
-  try {
+  return tandem::bench::run_suite("bench_overlap", line.out, [&](tandem::bench::Records& records) {
     tandem::AcceleratorConfig config = tandem::EngineConfig::from_env().accel;
     config.sim_devices = std::max(config.sim_devices, 1);
     config.sim_gflops = 2.0;
@@ -58,15 +45,10 @@ int main(int argc, char** argv) {
     }
     for (tandem::Device device : devices) {
       std::printf("%s\n", tandem::device_name(device).c_str());
-      tandem::bench::run_cpu_and_accelerator(device, quick, records);
-      tandem::bench::run_compute_and_copy(device, quick, records);
-      tandem::bench::run_pipeline(device, quick, records);
-      tandem::bench::run_small_ops(device, quick, records);
+      tandem::bench::run_cpu_and_accelerator(device, line.quick, records);
+      tandem::bench::run_compute_and_copy(device, line.quick, records);
+      tandem::bench::run_pipeline(device, line.quick, records);
+      tandem::bench::run_small_ops(device, line.quick, records);
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_overlap: %s\n", e.what());
-    return 1;
-  }
-  tandem::bench::print_targets(records);
-  return tandem::bench::write_records(records, out, "bench_overlap") ? 0 : 1;
+  });
 }

@@ -13,30 +13,18 @@
 #include <tandem/tandem.h>
 
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "digits_workloads.h"
-#include "records.h"
+#include "suite_main.h"
 #include "tiny_mlp_step.h"
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string out, digits_dir = TANDEM_DIGITS_DIR;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-      out = argv[++i];
-    } else if (std::strcmp(argv[i], "--digits") == 0 && i + 1 < argc) {
-      digits_dir = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: bench_training [--quick] --out PATH.json [--digits DIR]\n");
-      return 2;
-    }
-  }
-  if (out.empty()) {
-    std::fprintf(stderr, "bench_training: --out PATH.json is required\n");
+  tandem::bench::SuiteCommandLine line;
+  std::string digits_dir = TANDEM_DIGITS_DIR;
+  if (!tandem::bench::parse_suite_command_line(argc, argv, "bench_training",
+                                               "[--quick] --out PATH.json [--digits DIR]", line,
+                                               {{"--digits", &digits_dir}})) {
     return 2;
   }
   if (!tandem::data::digits_available(digits_dir)) {
@@ -44,17 +32,12 @@ int main(int argc, char** argv) {
                  digits_dir.c_str());
     return 1;
   }
-  tandem::bench::Records records;
-  try {
+  return tandem::bench::run_suite("bench_training", line.out, [&](tandem::bench::Records& records) {
     // First: it forks, and a fork is only safe before this process starts any thread.
-    tandem::bench::run_lenet_digits(digits_dir, quick, records);
+    tandem::bench::run_lenet_digits(digits_dir, line.quick, records);
     std::fflush(stdout);
     const auto digits = tandem::data::load_digits(digits_dir);
-    tandem::bench::run_tiny_mlp_step(digits, quick, records);
-    tandem::bench::run_lenet_step(digits_dir, quick, records);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_training: %s\n", e.what());
-    return 1;
-  }
-  return tandem::bench::write_records(records, out, "bench_training") ? 0 : 1;
+    tandem::bench::run_tiny_mlp_step(digits, line.quick, records);
+    tandem::bench::run_lenet_step(digits_dir, line.quick, records);
+  });
 }

@@ -27,6 +27,7 @@
 #include "parallel_mlp.h"
 #include "step_timing.h"
 #include "two_device_sim_model.h"
+#include "two_devices.h"
 
 namespace ex = tandem::examples;
 namespace nd = tandem::nd;
@@ -47,11 +48,7 @@ bool parse(int argc, char** argv, Flags& flags) {
     if (arg == "--quick") {
       flags.quick = true;
     } else if (arg == "--devices" && has_value) {
-      const std::string list = argv[++i];
-      const std::size_t comma = list.find(',');
-      if (comma == std::string::npos) return false;
-      flags.devices = {tandem::parse_device(list.substr(0, comma)),
-                       tandem::parse_device(list.substr(comma + 1))};
+      if (!ex::parse_device_pair(argv[++i], flags.devices)) return false;
     } else if (arg == "--digits" && has_value) {
       flags.digits_dir = argv[++i];
     } else {
@@ -59,10 +56,6 @@ bool parse(int argc, char** argv, Flags& flags) {
     }
   }
   return true;
-}
-
-bool present(tandem::Device device) {
-  return device.kind == tandem::DeviceKind::cpu || device.id < tandem::device_count(device.kind);
 }
 
 // Trains `net` (its parameters already placed) for `epochs` on the digits; returns each epoch's
@@ -159,13 +152,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     ex::use_two_device_sim_model();
-    if (!present(flags.devices[0]) || !present(flags.devices[1])) {
-      std::printf("SKIPPED: needs two devices, %s and %s (device_count(sim) = %d)\n",
-                  tandem::to_string(flags.devices[0]).c_str(),
-                  tandem::to_string(flags.devices[1]).c_str(),
-                  tandem::device_count(tandem::DeviceKind::sim));
-      return 0;
-    }
+    if (!ex::both_devices_present(flags.devices[0], flags.devices[1])) return 0;
     const bool same = parallel_mlp(flags);
     split_network(flags);
     if (!same) {

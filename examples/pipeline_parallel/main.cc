@@ -28,6 +28,7 @@
 #include "step_timing.h"
 #include "sweep_svg.h"
 #include "two_device_sim_model.h"
+#include "two_devices.h"
 
 namespace ex = tandem::examples;
 namespace nd = tandem::nd;
@@ -56,11 +57,7 @@ bool parse(int argc, char** argv, Flags& flags) {
       flags.schedule = name == "gpipe" ? nn::PipelineSchedule::gpipe
                                        : nn::PipelineSchedule::one_forward_one_backward;
     } else if (arg == "--devices" && has_value) {
-      const std::string list = argv[++i];
-      const std::size_t comma = list.find(',');
-      if (comma == std::string::npos) return false;
-      flags.devices = {tandem::parse_device(list.substr(0, comma)),
-                       tandem::parse_device(list.substr(comma + 1))};
+      if (!ex::parse_device_pair(argv[++i], flags.devices)) return false;
     } else if (arg == "--svg" && has_value) {
       flags.svg_path = argv[++i];
     } else if (arg == "--timeline" && has_value) {
@@ -74,10 +71,6 @@ bool parse(int argc, char** argv, Flags& flags) {
     }
   }
   return true;
-}
-
-bool present(tandem::Device device) {
-  return device.kind == tandem::DeviceKind::cpu || device.id < tandem::device_count(device.kind);
 }
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -104,12 +97,7 @@ int main(int argc, char** argv) {
     }
     ex::use_two_device_sim_model();
     const tandem::Device first = flags.devices[0], second = flags.devices[1];
-    if (!present(first) || !present(second)) {
-      std::printf("SKIPPED: needs two devices, %s and %s (device_count(sim) = %d)\n",
-                  tandem::to_string(first).c_str(), tandem::to_string(second).c_str(),
-                  tandem::device_count(tandem::DeviceKind::sim));
-      return 0;
-    }
+    if (!ex::both_devices_present(first, second)) return 0;
     ex::TwoStageShape shape;
     std::vector<std::int64_t> splits{1, 2, 3, 5, 8, 12, 20, 30, 60, 120};
     ex::StepTimingOptions timing{.steps = 3, .rounds = 3, .schedule = flags.schedule};

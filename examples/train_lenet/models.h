@@ -199,4 +199,17 @@ inline std::shared_ptr<nn::Block> make_model(const std::string& name) {
   return nullptr;
 }
 
+// The model called `name`, as make_model builds it; throws, naming the models there are, when
+// there is none.
+inline std::shared_ptr<nn::Block> require_model(const std::string& name) {
+  std::shared_ptr<nn::Block> model = make_model(name);
+  if (model) return model;
+  std::string message = "no model called '";  // appended: GCC 12 -Wrestrict misfires on "lit" + s
+  message += name;
+  message += "' (there are: ";
+  message += model_names();
+  message += ")";
+  throw Error(message);
+}
+
 }  // namespace tandem::examples

@@ -96,7 +96,7 @@ class DigitsTraining {
  public:
   DigitsTraining(const data::DigitsDataSet& digits, const TrainingOptions& options)
       : options_(options),
-        net_(make_model(options.model)),
+        net_(require_model(options.model)),
         loader_(digits.train.images, digits.train.labels,
                 {.batch_size = options.batch_size,
                  .shuffle = true,
@@ -113,9 +113,6 @@ class DigitsTraining {
       const double variance = nd::square(images - mean_).mean().scalar<double>();
       scale_ = 1.0 / std::sqrt(variance);
       test_images_ = (test_images_ - mean_) * scale_;
-    }
-    if (!net_) {
-      throw Error("no model called '" + options.model + "' (there are: " + model_names() + ")");
     }
     nd::random::seed(options.seed);
     net_->initialize(nn::Xavier(), {options.device});

@@ -62,16 +62,13 @@ class DataParallelTraining {
  public:
   DataParallelTraining(const data::DigitsDataSet& digits, const DataParallelOptions& options)
       : options_(options),
-        net_(make_model(options.model)),
+        net_(require_model(options.model)),
         loader_(digits.train.images, digits.train.labels,
                 {.batch_size = options.batch_size,
                  .shuffle = true,
                  .seed = options.seed,
                  .last_batch = data::LastBatch::discard,
                  .device = cpu()}) {
-    if (!net_) {
-      throw Error("no model called '" + options.model + "' (there are: " + model_names() + ")");
-    }
     if (options.devices.empty()) throw Error("DataParallelTraining: no devices");
     if (options.batch_size < static_cast<std::int64_t>(options.devices.size())) {
       throw Error("DataParallelTraining: a batch of " + std::to_string(options.batch_size) +

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "common/blas_operand.h"
+#include "common/gemm_checks.h"
 #include "launch.cuh"
 #include "tandem/ops/cuda/copy.h"
 #include "tandem/ops/cuda/gemm.h"
@@ -15,30 +17,11 @@ namespace tandem::ops::cuda {
 
 namespace {
 
-// How a row-major 2-D operand is handed to cuBLAS (as in ops/src/cpu/gemm.cc): `transposed`
-// when it is stored column by column; `leading` is the stride between its rows (or columns).
-struct BlasOperand {
-  bool usable = false;
-  bool transposed = false;
-  std::int64_t leading = 0;
-};
-
-BlasOperand describe(const ArrayView& v) {
-  const std::int64_t rows = v.shape[0], cols = v.shape[1];
-  const std::int64_t s0 = rows == 1 ? std::max<std::int64_t>(cols, 1) : v.strides[0];
-  const std::int64_t s1 = cols == 1 ? 1 : v.strides[1];
-  if (s1 == 1 && s0 >= std::max<std::int64_t>(cols, 1)) return {true, false, s0};
-  const std::int64_t t0 = rows == 1 ? 1 : v.strides[0];
-  const std::int64_t t1 = cols == 1 ? std::max<std::int64_t>(rows, 1) : v.strides[1];
-  if (t0 == 1 && t1 >= std::max<std::int64_t>(rows, 1)) return {true, true, t1};
-  return {};
-}
-
 template <class T>
 void blas_gemm(cublasHandle_t handle, const Launch& launch, const ArrayView& a, BlasOperand da,
                const ArrayView& b, BlasOperand db, const ArrayView& c, bool accumulate) {
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-  const std::int64_t ldc = m == 1 ? std::max<std::int64_t>(n, 1) : c.strides[0];
+  const std::int64_t ldc = output_leading(c);
   // Column-major: first operand b^T (n x k): as stored unless b is column-major itself.
   const cublasOperation_t op_b = db.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = da.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -66,7 +49,7 @@ void floating_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
   cublasHandle_t handle = tandem::detail::cublas_handle(stream);
   Launch launch(stream, "gemm");
   // Operands cuBLAS cannot describe are packed into one dense scratch block first.
-  BlasOperand da = describe(a), db = describe(b);
+  BlasOperand da = describe_for_blas(a), db = describe_for_blas(b);
   const std::size_t a_bytes =
       da.usable ? 0 : static_cast<std::size_t>(a.num_elements()) * sizeof(T);
   const std::size_t b_bytes =
@@ -77,12 +60,12 @@ void floating_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
   if (!da.usable) {
     pa = contiguous_view(scratch.as<T>(), a.dtype, a.shape);
     copy(a, pa, stream);
-    da = describe(pa);
+    da = describe_for_blas(pa);
   }
   if (!db.usable) {
     pb = contiguous_view(scratch.as<T>(b_offset), b.dtype, b.shape);
     copy(b, pb, stream);
-    db = describe(pb);
+    db = describe_for_blas(pb);
   }
   blas_gemm<T>(handle, launch, pa, da, pb, db, c, accumulate);
 }
@@ -121,11 +104,7 @@ void integer_gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c,
 
 void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, tandem::Stream& stream,
           bool accumulate) {
-  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape[1] != b.shape[0] ||
-      c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1]) {
-    throw Error("tandem: gemm: shapes " + a.shape.to_string() + " x " + b.shape.to_string() +
-                " -> " + c.shape.to_string() + " do not form a matrix product");
-  }
+  check_gemm_shapes(a, b, c);
   if (c.num_elements() == 0) return;
   if (a.shape[1] == 0) {
     if (!accumulate) fill(c, 0.0, stream);  // an empty sum adds nothing

@@ -2,31 +2,17 @@
 // being computed on a device does not hold a CPU worker while it waits (FenceWaiter), so CPU
 // work that does not need the device result runs meanwhile.
 #include <doctest/doctest.h>
-#include <time.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "sim_test_support.h"
+#include "thread_clock.h"
 
 using namespace tandem;
 using namespace tandem_test;
 using namespace std::chrono_literals;
-
-namespace {
-
-double thread_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
-
-std::int64_t now_ns() {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
-}
-
-}  // namespace
 
 TEST_CASE("a host thread waiting for a sim event sleeps instead of spinning") {
   use_sim_test_config();

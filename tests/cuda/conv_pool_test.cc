@@ -18,22 +18,9 @@
 namespace ops = tandem::ops;
 using ops::ArrayView;
 using ops::Shape;
-using tandem::test::DeviceBuffer;
-using tandem::test::have_cuda;
+using namespace tandem::test;  // have_cuda, DeviceBuffer, compute_stream, sample
 
 namespace {
-
-tandem::Stream& compute_stream() {
-  return tandem::accelerator(tandem::cuda(0)).stream(tandem::Queue::compute, 0);
-}
-
-std::vector<double> sample(std::int64_t n, unsigned seed) {
-  std::mt19937 generator(seed);
-  std::uniform_real_distribution<double> value(-2.0, 2.0);
-  std::vector<double> data(static_cast<std::size_t>(n));
-  for (auto& x : data) x = value(generator);
-  return data;
-}
 
 ArrayView view(double* data, const Shape& shape) {
   return ops::contiguous_view(data, ops::DType::float64, shape);
@@ -89,8 +76,10 @@ TEST_SUITE("cuda.conv_pool") {
       const Shape xs{g.batch, g.in_channels, g.in_h, g.in_w};
       const Shape ws{g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
       const Shape ys{g.batch, g.out_channels, g.out_h, g.out_w};
-      auto x = sample(xs.num_elements(), 1), w = sample(ws.num_elements(), 2);
-      auto b = sample(g.out_channels, 3), dy = sample(ys.num_elements(), 4);
+      auto x = sample<double>(xs.num_elements(), 1, -2.0, 2.0),
+           w = sample<double>(ws.num_elements(), 2, -2.0, 2.0);
+      auto b = sample<double>(g.out_channels, 3, -2.0, 2.0),
+           dy = sample<double>(ys.num_elements(), 4, -2.0, 2.0);
       std::vector<double> y(static_cast<std::size_t>(ys.num_elements()));
       std::vector<double> dx(x.size()), dw(w.size());
       ops::cpu::conv2d(view(x.data(), xs), view(w.data(), ws), view(b.data(), {g.out_channels}),
@@ -133,7 +122,8 @@ TEST_SUITE("cuda.conv_pool") {
       g.out_w = (g.in_w + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
       const Shape xs{g.batch, g.channels, g.in_h, g.in_w};
       const Shape ys{g.batch, g.channels, g.out_h, g.out_w};
-      auto x = sample(xs.num_elements(), 5), dy = sample(ys.num_elements(), 6);
+      auto x = sample<double>(xs.num_elements(), 5, -2.0, 2.0),
+           dy = sample<double>(ys.num_elements(), 6, -2.0, 2.0);
       std::vector<double> max_y(dy.size()), avg_y(dy.size()), max_dx(x.size()), avg_dx(x.size());
       ops::cpu::max_pool2d(view(x.data(), xs), view(max_y.data(), ys), g);
       ops::cpu::avg_pool2d(view(x.data(), xs), view(avg_y.data(), ys), g);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iostream>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,6 +29,21 @@ inline void cuda_ok(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
   }
+}
+
+// gpu(0)'s first compute stream, where the kernel tests run their kernels.
+inline Stream& compute_stream() {
+  return accelerator(cuda(0)).stream(Queue::compute, 0);
+}
+
+// `n` values drawn uniformly from [low, high) by a generator seeded with `seed`.
+template <class T>
+std::vector<T> sample(std::int64_t n, unsigned seed, double low = -4.0, double high = 4.0) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<double> value(low, high);
+  std::vector<T> data(static_cast<std::size_t>(n));
+  for (auto& x : data) x = static_cast<T>(value(generator));
+  return data;
 }
 
 // Device memory of gpu(0) holding a copy of `host`, freed at scope exit.

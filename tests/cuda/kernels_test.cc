@@ -25,23 +25,9 @@ namespace ops = tandem::ops;
 using ops::ArrayView;
 using ops::DType;
 using ops::Shape;
-using tandem::test::DeviceBuffer;
-using tandem::test::have_cuda;
+using namespace tandem::test;  // have_cuda, DeviceBuffer, compute_stream, sample
 
 namespace {
-
-tandem::Stream& compute_stream() {
-  return tandem::accelerator(tandem::cuda(0)).stream(tandem::Queue::compute, 0);
-}
-
-template <class T>
-std::vector<T> sample(std::size_t n, unsigned seed, double low = -4.0, double high = 4.0) {
-  std::mt19937 generator(seed);
-  std::uniform_real_distribution<double> value(low, high);
-  std::vector<T> data(n);
-  for (auto& x : data) x = static_cast<T>(value(generator));
-  return data;
-}
 
 template <class T>
 ArrayView view(T* data, const Shape& shape) {

@@ -2,7 +2,6 @@
 // sleeps (blocking-sync events) instead of spinning a core, and a CPU op whose input is still
 // being computed on the gpu does not hold a CPU worker while it waits.
 #include <doctest/doctest.h>
-#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -11,24 +10,13 @@
 #include "cuda_test_util.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/engine.h"
+#include "thread_clock.h"
 
 using tandem::Queue;
 using tandem::test::have_cuda;
+using tandem_test::now_ns;
+using tandem_test::thread_cpu_ms;
 using namespace std::chrono_literals;
-
-namespace {
-
-double thread_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
-
-std::int64_t now_ns() {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
-}
-
-}  // namespace
 
 TEST_SUITE("cuda.waits") {
   TEST_CASE("a host thread waiting for a gpu event sleeps instead of spinning a core") {

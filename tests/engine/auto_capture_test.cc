@@ -11,112 +11,28 @@
 #include <thread>
 #include <vector>
 
+#include "capture_program.h"
 #include "test_support.h"
 
 using namespace tandem;
+using tandem_test::OpSpec;
+using tandem_test::Outcome;
 using tandem_test::test_scale;
 
 namespace {
 
 std::unique_ptr<Engine> make_engine(EngineKind kind) {
-  EngineConfig config;
-  config.kind = kind;
-  config.cpu_workers = 2;
-  return Engine::create(config);
+  return Engine::create(tandem_test::test_config(kind));
 }
 
-constexpr int kVars = 5;
-constexpr std::array<const char*, 4> kOpNames = {"op0", "op1", "op2", "op3"};
-
-// One op of a random loop body: mixes the round and what it reads into what it writes.
-struct OpSpec {
-  std::vector<int> reads, writes;
-  enum Kind { plain, throws, async_ok, async_fails, pushes } kind = plain;
-  bool no_skip = false;
-  int throw_every = 0;  // throws: in the rounds that are a multiple of this
-};
-
-struct ProgramState {
-  std::array<std::uint64_t, kVars> values{};
-  std::array<Var, kVars> vars{};
-  Var nested;
-  std::int64_t nested_count = 0;
-};
-
-std::vector<OpSpec> random_body(std::mt19937& random, int ops) {
-  auto pick = [&](int max) { return static_cast<int>(random() % static_cast<unsigned>(max)); };
-  std::vector<OpSpec> body;
-  for (int i = 0; i < ops; ++i) {
-    OpSpec op;
-    for (int v = 0; v < kVars; ++v) {
-      const int roll = pick(8);
-      if (roll < 2) op.reads.push_back(v);
-      if (roll == 2) op.writes.push_back(v);
-      if (roll == 3) {
-        op.reads.push_back(v);
-        op.writes.push_back(v);
-      }
-    }
-    const int kind = pick(24);
-    if (kind == 0) op.kind = OpSpec::throws;
-    if (kind == 1) op.kind = OpSpec::async_ok;
-    if (kind == 2) op.kind = OpSpec::async_fails;
-    if (kind == 3) op.kind = OpSpec::pushes;
-    op.throw_every = 1 + pick(7);
-    op.no_skip = pick(10) == 0;
-    body.push_back(std::move(op));
-  }
-  return body;
-}
-
-// Pushes op `index` of the body for `round`: the closure captures the round, as a loop's
-// closures capture what changes per iteration.
-void push_op(Engine& engine, ProgramState& state, const OpSpec& spec, int index, int round) {
-  std::vector<Var> reads, writes;
-  for (int v : spec.reads) reads.push_back(state.vars[v]);
-  for (int v : spec.writes) writes.push_back(state.vars[v]);
-  const bool async = spec.kind == OpSpec::async_ok || spec.kind == OpSpec::async_fails;
-  engine.push(
-      [&engine, &state, &spec, index, round](RunContext& ctx) {
-        std::uint64_t mix = static_cast<std::uint64_t>(index) * 1000 + static_cast<unsigned>(round);
-        for (int v : spec.reads) mix = mix * 31 + state.values[v];
-        if (spec.kind == OpSpec::throws && round % spec.throw_every == 0)
-          throw std::runtime_error("op " + std::to_string(index) + " threw in round " +
-                                   std::to_string(round));
-        for (int v : spec.writes) state.values[v] = mix + static_cast<unsigned>(v);
-        if (spec.kind == OpSpec::async_ok) ctx.take_completion()();
-        if (spec.kind == OpSpec::async_fails) {
-          ctx.take_completion().fail(std::make_exception_ptr(std::runtime_error("async failed")));
-        }
-        if (spec.kind == OpSpec::pushes) {
-          engine.push([&state] { ++state.nested_count; }, cpu(), {}, {state.nested},
-                      {.name = "nested"});
-        }
-      },
-      cpu(), reads, writes,
-      {.name = kOpNames[static_cast<std::size_t>(index) % kOpNames.size()],
-       .async_completion = async,
-       .no_skip = spec.no_skip});
-}
-
-struct Outcome {
-  std::vector<std::string> wait_all_errors;
-  std::array<std::string, kVars> var_errors;
-  std::array<std::uint64_t, kVars> values{};
-  std::int64_t nested_count = 0;
-  bool operator==(const Outcome&) const = default;
-};
-
-std::string error_of(Engine& engine, Var var) {
-  try {
-    engine.wait_for_var(var, tandem_test::kPatience);
-  } catch (const TimeoutError&) {
-    throw;
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+// Loop bodies on 5 vars, their ops named op0..op3 in turn; a throwing op throws in some rounds
+// only (every 1 to 7 rounds).
+constexpr tandem_test::ProgramShape kBodyShape{.vars = 5,
+                                               .distinct_names = 4,
+                                               .access_odds = 8,
+                                               .kind_odds = 24,
+                                               .no_skip_odds = 10,
+                                               .throws_some_rounds = true};
 
 // How a run disturbs the loop: an odd op every `odd_every` rounds (a mismatch), a wait every
 // `wait_every` rounds (a flush); 0: never.
@@ -128,42 +44,25 @@ struct Disturbance {
 Outcome run_loop(EngineKind kind, bool auto_capture, const std::vector<OpSpec>& body, int rounds,
                  Disturbance disturbance, AutoCaptureStats* stats = nullptr) {
   auto engine = make_engine(kind);
-  ProgramState state;
-  for (Var& var : state.vars) var = engine->new_var();
-  state.nested = engine->new_var();
-  Outcome outcome;
+  tandem_test::ProgramState state(*engine, kBodyShape.vars);
   {
     std::unique_ptr<AutoCapture> scope;
     if (auto_capture) scope = std::make_unique<AutoCapture>(*engine, AutoCaptureOptions{16, 256});
     for (int round = 0; round < rounds; ++round) {
       for (std::size_t i = 0; i < body.size(); ++i)
-        push_op(*engine, state, body[i], static_cast<int>(i), round);
+        tandem_test::push_op(*engine, state, body[i], static_cast<int>(i), round);
       if (disturbance.odd_every > 0 && round % disturbance.odd_every == disturbance.odd_every - 1) {
         engine->push([&state, round] { state.values[0] += static_cast<unsigned>(round); }, cpu(),
                      {}, {state.vars[0]}, {.name = "odd"});
       }
       if (disturbance.wait_every > 0 && round % disturbance.wait_every == 0)
-        (void)error_of(*engine, state.vars[round % kVars]);
+        (void)tandem_test::error_of(*engine,
+                                    state.vars[static_cast<std::size_t>(round % kBodyShape.vars)]);
     }
     if (scope && stats != nullptr) *stats = scope->stats();
   }
-  for (int i = 0; i < 1000; ++i) {
-    try {
-      engine->wait_all(tandem_test::kPatience);
-      break;
-    } catch (const TimeoutError&) {
-      throw;
-    } catch (const std::exception& e) {
-      outcome.wait_all_errors.push_back(e.what());
-    }
-  }
-  for (int v = 0; v < kVars; ++v) outcome.var_errors[v] = error_of(*engine, state.vars[v]);
-  (void)error_of(*engine, state.nested);
-  outcome.values = state.values;
-  outcome.nested_count = state.nested_count;
-  for (Var var : state.vars) engine->delete_var(var);
-  engine->delete_var(state.nested);
-  engine->wait_all();
+  const Outcome outcome = tandem_test::outcome_of(*engine, state);
+  state.release(*engine);
   return outcome;
 }
 
@@ -174,8 +73,9 @@ TEST_CASE("a repeated loop is entered from a plan and gives the eager results") 
   std::vector<OpSpec> body;
   for (int i = 0; i < 12; ++i) {
     OpSpec op;
-    op.reads = {i % kVars};
-    op.writes = {(i + 1) % kVars};
+    op.reads = {i % kBodyShape.vars};
+    op.writes = {(i + 1) % kBodyShape.vars};
+    op.name = tandem_test::op_name(i, kBodyShape.distinct_names);
     body.push_back(op);
   }
   AutoCaptureStats stats;
@@ -193,7 +93,8 @@ TEST_CASE("random loops under automatic capture match the naive engine, errors i
   const int programs = std::max(4, static_cast<int>(60 * test_scale()));
   for (int p = 0; p < programs; ++p) {
     std::mt19937 random(static_cast<unsigned>(1000 + p));
-    const std::vector<OpSpec> body = random_body(random, 1 + static_cast<int>(random() % 20));
+    const std::vector<OpSpec> body =
+        tandem_test::random_program(random, 1 + static_cast<int>(random() % 20), kBodyShape);
     const Disturbance disturbance{static_cast<int>(random() % 3) * 5,
                                   static_cast<int>(random() % 3) * 7};
     const int rounds = 20 + static_cast<int>(random() % 30);

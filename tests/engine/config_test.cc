@@ -1,12 +1,10 @@
 // Configuration and entry points: EngineConfig::from_env, the process-wide engine, and the
 // errors push reports for bad arguments.
-#include <stdlib.h>  // setenv, unsetenv (POSIX)
 
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -33,26 +31,6 @@ EngineConfig config_from(std::map<std::string, std::string> environment) {
   fake_environment = std::move(environment);
   return EngineConfig::from_env(&fake_getenv);
 }
-
-// Sets an environment variable for the life of the object, then restores the old value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 }  // namespace
 

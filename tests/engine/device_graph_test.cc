@@ -20,9 +20,7 @@ using tandem_test::each_engine_kind;
 namespace {
 
 std::unique_ptr<Engine> make_engine(EngineKind kind, bool device_graphs) {
-  EngineConfig config;
-  config.kind = kind;
-  config.cpu_workers = 2;
+  EngineConfig config = tandem_test::test_config(kind);
   config.device_graphs = device_graphs;
   return Engine::create(config);
 }
@@ -30,31 +28,12 @@ std::unique_ptr<Engine> make_engine(EngineKind kind, bool device_graphs) {
 // What wait_for_var(var) throws, reduced to the test's own message ("" if nothing): the
 // engine's wrapping names the op, which for a device graph is the graph's unit.
 std::string error_of(Engine& engine, Var var) {
-  try {
-    engine.wait_for_var(var, tandem_test::kPatience);
-  } catch (const TimeoutError&) {
-    throw;
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    for (const char* known :
-         {"boom A", "boom B", "boom C", "launch A", "launch B", "launch C", "bad input"}) {
-      if (what.find(known) != std::string::npos) return known;
-    }
-    return what;
+  const std::string what = tandem_test::error_of(engine, var);
+  for (const char* known :
+       {"boom A", "boom B", "boom C", "launch A", "launch B", "launch C", "bad input"}) {
+    if (what.find(known) != std::string::npos) return known;
   }
-  return "";
-}
-
-void drain_errors(Engine& engine) {
-  for (int i = 0; i < 100; ++i) {
-    try {
-      engine.wait_all(tandem_test::kPatience);
-      return;
-    } catch (const TimeoutError&) {
-      throw;
-    } catch (const std::exception&) {
-    }
-  }
+  return what;
 }
 
 // The modelled clock of sim(0)'s compute streams: busy ns and launch latencies paid.
@@ -151,7 +130,7 @@ std::vector<std::string> run_rounds(EngineKind kind, Mode mode, const std::strin
                      : var.state() == program.b.state() ? std::to_string(program.vb)
                                                         : std::to_string(program.vc));
     }
-    drain_errors(*engine);
+    (void)tandem_test::errors_of_wait_all(*engine);
   }
   window = CapturedGraph();
   for (Var var : {program.a, program.b, program.c}) engine->delete_var(var);

@@ -2,11 +2,9 @@
 // RunContext::worker() they report), and that an engine configured from code reads no
 // environment variable.
 #include <oneapi/tbb/global_control.h>
-#include <stdlib.h>  // setenv, unsetenv (POSIX)
 
 #include <algorithm>
 #include <atomic>
-#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -22,28 +20,7 @@ using tandem::EngineKind;
 using tandem::RunContext;
 using tandem::Var;
 using tandem_test::Rendezvous;
-
-// Sets an environment variable for the life of the object, then restores the old value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using tandem_test::ScopedEnv;
 
 // Pushes one op per entry of `workers` on its own var, each recording RunContext::worker();
 // with `meet`, the ops wait for each other, which only succeeds if they all run at once.

@@ -13,137 +13,36 @@
 #include <string>
 #include <vector>
 
+#include "capture_program.h"
 #include "test_support.h"
 
 using namespace tandem;
 using tandem_test::each_engine_kind;
+using tandem_test::error_of;
+using tandem_test::errors_of_wait_all;
+using tandem_test::OpSpec;
+using tandem_test::Outcome;
+using tandem_test::outcome_of;
+using tandem_test::ProgramState;
+using tandem_test::push_op;
+using tandem_test::random_program;
 using tandem_test::test_scale;
 
 namespace {
 
+// Random programs on 6 vars, their ops named op0..op15 in turn.
+constexpr tandem_test::ProgramShape kProgramShape{};
+
 std::unique_ptr<Engine> make_engine(EngineKind kind) {
-  EngineConfig config;
-  config.kind = kind;
-  config.cpu_workers = 2;
-  return Engine::create(config);
+  return Engine::create(tandem_test::test_config(kind));
 }
-
-// What wait_for_var(var) throws ("" if nothing).
-std::string error_of(Engine& engine, Var var) {
-  try {
-    engine.wait_for_var(var, tandem_test::kPatience);
-  } catch (const TimeoutError&) {
-    throw;
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// Every error wait_all throws, in order, until it throws none.
-std::vector<std::string> errors_of_wait_all(Engine& engine) {
-  std::vector<std::string> errors;
-  for (int i = 0; i < 1000; ++i) {
-    try {
-      engine.wait_all(tandem_test::kPatience);
-      return errors;
-    } catch (const TimeoutError&) {
-      throw;
-    } catch (const std::exception& e) {
-      errors.push_back(e.what());
-    }
-  }
-  FAIL("wait_all kept throwing");
-  return errors;
-}
-
-constexpr std::array<const char*, 16> kOpNames = {"op0",  "op1",  "op2",  "op3", "op4",  "op5",
-                                                  "op6",  "op7",  "op8",  "op9", "op10", "op11",
-                                                  "op12", "op13", "op14", "op15"};
-
-// One op of a random program on `kVars` vars: it mixes what it reads into what it writes, and
-// may throw, fail its completion, skip nothing (no_skip), or push a follow-up op.
-constexpr int kVars = 6;
-struct OpSpec {
-  std::vector<int> reads, writes;
-  enum Kind { plain, throws, async_ok, async_fails, pushes } kind = plain;
-  bool no_skip = false;
-};
-
-struct ProgramState {
-  std::array<std::uint64_t, kVars> values{};
-  std::array<Var, kVars> vars{};
-  Var nested;  // written by the follow-ups of `pushes` ops only
-  std::int64_t nested_count = 0;
-};
-
-std::vector<OpSpec> random_program(std::mt19937& random, int ops) {
-  std::vector<OpSpec> program;
-  auto pick = [&](int max) { return static_cast<int>(random() % static_cast<unsigned>(max)); };
-  for (int i = 0; i < ops; ++i) {
-    OpSpec op;
-    for (int v = 0; v < kVars; ++v) {
-      const int roll = pick(10);
-      if (roll < 2) op.reads.push_back(v);
-      if (roll == 2) op.writes.push_back(v);
-      if (roll == 3) {
-        op.reads.push_back(v);
-        op.writes.push_back(v);
-      }
-    }
-    const int kind = pick(20);
-    if (kind == 0) op.kind = OpSpec::throws;
-    if (kind == 1) op.kind = OpSpec::async_ok;
-    if (kind == 2) op.kind = OpSpec::async_fails;
-    if (kind == 3) op.kind = OpSpec::pushes;
-    op.no_skip = pick(12) == 0;
-    program.push_back(std::move(op));
-  }
-  return program;
-}
-
-void push_op(Engine& engine, ProgramState& state, const OpSpec& spec, int index) {
-  std::vector<Var> reads, writes;
-  for (int v : spec.reads) reads.push_back(state.vars[v]);
-  for (int v : spec.writes) writes.push_back(state.vars[v]);
-  const bool async = spec.kind == OpSpec::async_ok || spec.kind == OpSpec::async_fails;
-  engine.push(
-      [&engine, &state, &spec, index](RunContext& ctx) {
-        std::uint64_t mix = static_cast<std::uint64_t>(index) + 1;  // wraps: unsigned
-        for (int v : spec.reads) mix = mix * 31 + state.values[v];
-        if (spec.kind == OpSpec::throws) throw std::runtime_error("op threw");
-        for (int v : spec.writes) state.values[v] = mix + v;
-        if (spec.kind == OpSpec::async_ok) ctx.take_completion()();
-        if (spec.kind == OpSpec::async_fails) {
-          ctx.take_completion().fail(std::make_exception_ptr(std::runtime_error("async failed")));
-        }
-        if (spec.kind == OpSpec::pushes) {
-          engine.push([&state] { ++state.nested_count; }, cpu(), {}, {state.nested},
-                      {.name = "nested"});
-        }
-      },
-      cpu(), reads, writes,
-      {.name = kOpNames[static_cast<std::size_t>(index) % kOpNames.size()],
-       .async_completion = async,
-       .no_skip = spec.no_skip});
-}
-
-struct Outcome {
-  std::vector<std::string> wait_all_errors;
-  std::array<std::string, kVars> var_errors;
-  std::array<std::uint64_t, kVars> values{};
-  std::int64_t nested_count = 0;
-  bool operator==(const Outcome&) const = default;
-};
 
 // Runs `program` `rounds` times on a fresh engine of `kind`: pushed one op at a time, or
 // captured once and replayed.
 Outcome run_program(EngineKind kind, const std::vector<OpSpec>& program, int rounds,
                     bool replayed) {
   auto engine = make_engine(kind);
-  ProgramState state;
-  for (Var& var : state.vars) var = engine->new_var();
-  state.nested = engine->new_var();
+  ProgramState state(*engine, kProgramShape.vars);
   Outcome outcome;
   {
     CapturedGraph graph;
@@ -162,15 +61,9 @@ Outcome run_program(EngineKind kind, const std::vector<OpSpec>& program, int rou
           push_op(*engine, state, program[i], static_cast<int>(i));
       }
     }
-    outcome.wait_all_errors = errors_of_wait_all(*engine);
-    for (int v = 0; v < kVars; ++v) outcome.var_errors[v] = error_of(*engine, state.vars[v]);
-    (void)error_of(*engine, state.nested);
-    outcome.values = state.values;
-    outcome.nested_count = state.nested_count;
+    outcome = outcome_of(*engine, state);
   }
-  for (Var var : state.vars) engine->delete_var(var);
-  engine->delete_var(state.nested);
-  engine->wait_all();
+  state.release(*engine);
   return outcome;
 }
 
@@ -230,7 +123,7 @@ TEST_CASE("random programs replayed give the results and errors of eager pushes"
   std::mt19937 random(2024);
   for (int p = 0; p < programs; ++p) {
     CAPTURE(p);
-    const auto program = random_program(random, 1 + static_cast<int>(random() % 30));
+    const auto program = random_program(random, 1 + static_cast<int>(random() % 30), kProgramShape);
     const int rounds = 1 + static_cast<int>(random() % 4);
     const Outcome reference = run_program(EngineKind::naive, program, rounds, false);
     CHECK(run_program(EngineKind::threaded, program, rounds, false) == reference);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <stdlib.h>  // setenv, unsetenv (POSIX)
 #include <tandem/engine.h>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <thread>
@@ -126,6 +128,28 @@ inline double test_scale() {
   return scale;
 }
 
+// Sets an environment variable for the life of the object, then restores the old value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
 // Runs the calling test once per engine kind (as doctest subcases, so a failure names the kind).
 inline tandem::EngineKind each_engine_kind() {
   tandem::EngineKind kind = tandem::EngineKind::threaded;
@@ -216,6 +240,35 @@ std::string error_of(Fn&& fn) {
     return e.what();
   }
   return "";
+}
+
+// What wait_for_var(var) throws ("" if nothing). A TimeoutError propagates: it fails the test.
+inline std::string error_of(tandem::Engine& engine, tandem::Var var) {
+  try {
+    engine.wait_for_var(var, kPatience);
+  } catch (const tandem::TimeoutError&) {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Every error wait_all throws, in order, until it throws none.
+inline std::vector<std::string> errors_of_wait_all(tandem::Engine& engine) {
+  std::vector<std::string> errors;
+  for (int i = 0; i < 1000; ++i) {
+    try {
+      engine.wait_all(kPatience);
+      return errors;
+    } catch (const tandem::TimeoutError&) {
+      throw;
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
+  }
+  FAIL("wait_all kept throwing");
+  return errors;
 }
 
 // The message of the exception nested in `error` (an OpError's original), or "" if none.

@@ -263,18 +263,7 @@ TEST_SUITE("frontend.autograd") {
       x.wait_to_read();
       w.grad().wait_to_read();
       // A gate op writes x: nothing that reads x can run until the gate opens.
-      std::promise<void> open_gate;
-      std::shared_future<void> gate = open_gate.get_future().share();
-      engine->push([gate] { gate.wait(); }, cpu(), {}, {x.var()}, {.name = "gate"});
-      struct OpenAtExit {
-        std::promise<void>& gate;
-        bool opened = false;
-        void open() {
-          if (!opened) gate.set_value();
-          opened = true;
-        }
-        ~OpenAtExit() { open(); }
-      } opener{open_gate};
+      Gate gate(*engine, {x.var()});
       const EngineStats before = engine->stats();
       NDArray accuracy;
       {
@@ -292,7 +281,7 @@ TEST_SUITE("frontend.autograd") {
       const EngineStats after = engine->stats();
       CHECK(after.ops_pushed - before.ops_pushed >= 40);
       CHECK(after.ops_in_flight >= 30);
-      opener.open();
+      gate.open();
       CHECK(std::isfinite(values(w.grad())[0]));
       CHECK(accuracy.scalar() >= 0.0);
     }

@@ -2,7 +2,6 @@
 // shuffles that are permutations and reproducible, and prefetch: the ops of batch i + 1 are
 // queued by the time batch i is handed out, before the caller asks for batch i + 1.
 #include <algorithm>
-#include <future>
 #include <set>
 
 #include "frontend_test_util.h"
@@ -175,19 +174,7 @@ TEST_SUITE("frontend.data_loader") {
         // A gate op writes the data set until the counting is done: no loader op runs before,
         // so no batch array is freed (a freed array pushes its deletion op from the worker that
         // drops it, at a time the count cannot predict). Only building ops are counted.
-        std::promise<void> open_gate;
-        std::shared_future<void> gate = open_gate.get_future().share();
-        engine->push([gate] { gate.wait(); }, cpu(), {}, {samples.data.var(), samples.labels.var()},
-                     {.name = "gate"});
-        struct OpenAtExit {  // a failed REQUIRE must not leave the engine blocked
-          std::promise<void>& gate;
-          bool opened = false;
-          void open() {
-            if (!opened) gate.set_value();
-            opened = true;
-          }
-          ~OpenAtExit() { open(); }
-        } opener{open_gate};
+        Gate gate(*engine, {samples.data.var(), samples.labels.var()});
         std::vector<Batch> held;
         auto pushed = [&] { return engine->stats().ops_pushed; };
         std::uint64_t before = pushed();
@@ -210,7 +197,7 @@ TEST_SUITE("frontend.data_loader") {
         CHECK(per_advance[1] == one_batch);
         CHECK(per_advance[2] == 0);
         CHECK(per_advance[3] == 0);
-        opener.open();
+        gate.open();
         std::vector<std::int32_t> seen;
         for (const Batch& batch : held) {
           const auto labels = samples_of(batch);

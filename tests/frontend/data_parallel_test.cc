@@ -4,9 +4,9 @@
 // sim devices than there are skip with a message.
 #include <chrono>
 #include <cmath>
-#include <future>
 #include <string>
 
+#include "data_parallel_support.h"
 #include "frontend_test_util.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/network.h"
@@ -54,16 +54,6 @@ std::vector<double> expected_sum(const std::vector<NDArray>& arrays) {
   return sum;
 }
 
-// A float64 MLP 8x8 -> 16 (tanh) -> 10 with fixed initial weights.
-std::shared_ptr<nn::Sequential> small_mlp() {
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(nn::Dense(16, nn::tanh, {.dtype = nd::float64}))
-      .add(nn::Dense(10, nn::ActivationType::none, {.dtype = nd::float64}));
-  return net;
-}
-
-using ParameterValues = std::vector<std::vector<double>>;
-
 // Trains small_mlp for `steps` steps of a global batch of 60 on `devices` and returns every
 // parameter's values (checking that all copies hold the same bits).
 // With during_backward, `exchange` sets its buckets and `buckets` (if given) receives how many
@@ -74,62 +64,19 @@ ParameterValues train(const std::vector<Device>& devices, nn::GradientExchangeMo
   nd::random::seed(5);
   const NDArray images = nd::random::uniform({steps, 60, 64}).astype(nd::float64);
   const NDArray labels = nd::random::uniform(0, 10, {steps, 60}).astype(nd::int32);
-  auto net = small_mlp();
-  net->initialize(nn::Xavier(nn::Xavier::Distribution::uniform, nn::Xavier::Factor::avg, 3.0, 9),
-                  devices);
+  auto net = small_mlp(devices);
   nn::Trainer trainer(net->collect_params(), nn::SGD(0.5, 0.9, 1e-3),
                       {.exchange = mode, .exchange_options = exchange});
   for (std::int64_t step = 0; step < steps; ++step) {
-    const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
-    const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
-    std::vector<NDArray> losses;
-    {
-      auto recording = autograd::record();
-      for (std::size_t d = 0; d < devices.size(); ++d) {
-        losses.push_back(nd::softmax_cross_entropy((*net)(xs[d]), ys[d]).sum());
-      }
-    }
-    for (NDArray& loss : losses) loss.backward();
+    forward_backward(*net, images[step], labels[step], devices);
     if (trainer.exchange() != nullptr) {
       CHECK(trainer.exchange()->summed_during_backward() == net->collect_params().size());
       if (buckets != nullptr) *buckets = trainer.exchange()->buckets();
     }
     trainer.step(60);
   }
-  ParameterValues values;
-  for (const auto& entry : net->collect_params()) {
-    const std::vector<NDArray> copies = entry.second->list_data();
-    for (const NDArray& copy : copies) {
-      CHECK(copy.to_vector<double>() == copies.front().to_vector<double>());
-    }
-    values.push_back(copies.front().to_vector<double>());
-  }
-  return values;
+  return parameter_values(*net);
 }
-
-double largest_difference(const ParameterValues& a, const ParameterValues& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (std::size_t p = 0; p < a.size(); ++p) {
-    REQUIRE(a[p].size() == b[p].size());
-    for (std::size_t i = 0; i < a[p].size(); ++i) {
-      worst = std::max(worst, std::abs(a[p][i] - b[p][i]));
-    }
-  }
-  return worst;
-}
-
-// Opens a gate (a promise that an engine op waits on) when the test leaves, failed or not, so
-// that no engine op is left blocked.
-struct GateOpener {
-  std::promise<void>& gate;
-  bool opened = false;
-  void open() {
-    if (!opened) gate.set_value();
-    opened = true;
-  }
-  ~GateOpener() { open(); }
-};
 
 }  // namespace
 
@@ -278,8 +225,7 @@ TEST_SUITE("frontend.data_parallel") {
     nd::random::seed(8);
     const NDArray images = nd::random::uniform({8, 64}).astype(nd::float64);
     const NDArray labels = nd::random::uniform(0, 10, {8}).astype(nd::int32);
-    auto net = small_mlp();
-    net->initialize(nn::Xavier(), devices);
+    auto net = small_mlp(devices, nn::Xavier());
     // One allreduce per parameter: a bucket would hold the last layer's sum back until the
     // first layer's gradient joins it.
     nn::Trainer trainer(net->collect_params(), nn::SGD(0.1),
@@ -298,12 +244,8 @@ TEST_SUITE("frontend.data_parallel") {
     // A gate op writes the devices' inputs: the first layer's weight gradient reads the input,
     // so it cannot run until the gate opens; the second layer's gradient reads only the first
     // layer's output and the loss gradient.
-    std::promise<void> open_gate;
-    const std::shared_future<void> gate = open_gate.get_future().share();
-    GateOpener opener{open_gate};
     // One op for both inputs: it holds one CPU worker, the others keep running.
-    Engine::get().push([gate] { gate.wait(); }, cpu(), {}, {xs[0].var(), xs[1].var()},
-                       {.name = "gate"});
+    Gate gate(Engine::get(), {xs[0].var(), xs[1].var()});
     for (const NDArray& loss : losses) loss.backward();
     const nn::ParameterDict params = net->collect_params();
     // Every parameter's sum was queued from inside a backward.
@@ -316,7 +258,7 @@ TEST_SUITE("frontend.data_parallel") {
     CHECK(last.grad(sim(1)).to_vector<double>() == summed);
     // ... while the first layer's gradient is still held behind the gate.
     CHECK_THROWS_AS(params["0.weight"].grad(sim(1)).wait_to_read(50ms), TimeoutError);
-    opener.open();
+    gate.open();
     trainer.step(8);
     // step() pushed no second sum: the last layer's gradient is the one summed in backward.
     CHECK(last.grad(sim(0)).to_vector<double>() == summed);
@@ -370,8 +312,7 @@ TEST_SUITE("frontend.data_parallel") {
   TEST_CASE("a second backward through one device's copy before step is refused") {
     if (!have_sims(2)) return;
     const std::vector<Device> devices = sim_devices(2);
-    auto net = small_mlp();
-    net->initialize(nn::Xavier(), devices);
+    auto net = small_mlp(devices, nn::Xavier());
     nn::Trainer trainer(net->collect_params(), nn::SGD(0.1),
                         {.exchange = nn::GradientExchangeMode::during_backward});
     const NDArray x = nd::ones({2, 64}, nd::float64, sim(0));

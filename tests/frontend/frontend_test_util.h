@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <initializer_list>
 #include <random>
 #include <string>
@@ -52,6 +53,28 @@ void check_error(Call&& call, std::initializer_list<std::string> parts) {
     }
   }
 }
+
+// An op that writes `writes` and holds them until open(): nothing that reads or writes them runs
+// before. Going out of scope opens it, so that a failed check leaves no engine op blocked.
+class Gate {
+ public:
+  Gate(Engine& engine, VarList writes) {
+    const std::shared_future<void> opened = opening_.get_future().share();
+    engine.push([opened] { opened.wait(); }, cpu(), {}, writes, {.name = "gate"});
+  }
+  ~Gate() { open(); }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+
+  void open() {
+    if (!opened_) opening_.set_value();
+    opened_ = true;
+  }
+
+ private:
+  std::promise<void> opening_;
+  bool opened_ = false;
+};
 
 // TANDEM_TEST_SCALE (default 1) shrinks the large cases, e.g. 0.05 under sanitizers.
 inline double test_scale() {

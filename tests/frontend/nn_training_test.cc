@@ -2,9 +2,9 @@
 // Trainer's rescaling and data parallelism (two devices give the one-device step), and an MLP
 // that learns the digits.
 #include <cmath>
-#include <future>
 #include <string>
 
+#include "data_parallel_support.h"
 #include "frontend_test_util.h"
 #include "tandem/data/data_loader.h"
 #include "tandem/data/digits.h"
@@ -37,14 +37,6 @@ void check_close(const std::vector<double>& actual, const std::vector<double>& e
   for (std::size_t i = 0; i < actual.size(); ++i) {
     CHECK(std::abs(actual[i] - expected[i]) <= tolerance * std::max(1.0, std::abs(expected[i])));
   }
-}
-
-// A float64 MLP 8x8 -> 16 (tanh) -> 10 with fixed initial weights.
-std::shared_ptr<nn::Sequential> small_mlp() {
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(nn::Dense(16, nn::tanh, {.dtype = nd::float64}))
-      .add(nn::Dense(10, nn::ActivationType::none, {.dtype = nd::float64}));
-  return net;
 }
 
 }  // namespace
@@ -153,9 +145,7 @@ TEST_SUITE("frontend.nn_training") {
       adam = true;
     }
     const auto train = [&](const std::vector<Device>& devices) {
-      auto net = small_mlp();
-      net->initialize(
-          nn::Xavier(nn::Xavier::Distribution::uniform, nn::Xavier::Factor::avg, 3.0, 9), devices);
+      auto net = small_mlp(devices);
       std::shared_ptr<nn::Optimizer> optimizer;
       if (adam) {
         optimizer = std::make_shared<nn::Adam>(0.01, 0.9, 0.999, 1e-8, 1e-3);
@@ -164,37 +154,14 @@ TEST_SUITE("frontend.nn_training") {
       }
       nn::Trainer trainer(net->collect_params(), optimizer);
       for (std::int64_t step = 0; step < 4; ++step) {
-        const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
-        const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
-        std::vector<NDArray> losses;
-        {
-          auto recording = autograd::record();
-          for (std::size_t d = 0; d < devices.size(); ++d) {
-            losses.push_back(nd::softmax_cross_entropy((*net)(xs[d]), ys[d]).sum());
-          }
-        }
-        for (NDArray& loss : losses) loss.backward();
+        forward_backward(*net, images[step], labels[step], devices);
         trainer.step(32);
       }
-      std::vector<std::vector<double>> values;
-      for (const auto& entry : net->collect_params()) {
-        const std::vector<NDArray> copies = entry.second->list_data();
-        for (const NDArray& copy : copies) {
-          CHECK(copy.to_vector<double>() == copies.front().to_vector<double>());
-        }
-        values.push_back(copies.front().to_vector<double>());
-      }
-      return values;
+      return parameter_values(*net);
     };
-    const auto one = train({sim(0)});
-    const auto both = train(two);
-    REQUIRE(one.size() == both.size());
-    double worst = 0;
-    for (std::size_t p = 0; p < one.size(); ++p) {
-      for (std::size_t i = 0; i < one[p].size(); ++i) {
-        worst = std::max(worst, std::abs(one[p][i] - both[p][i]));
-      }
-    }
+    const ParameterValues one = train({sim(0)});
+    const ParameterValues both = train(two);
+    const double worst = largest_difference(one, both);
     MESSAGE("largest difference between one and two devices: " << worst);
     CHECK(worst <= 1e-12);
   }
@@ -213,18 +180,7 @@ TEST_SUITE("frontend.nn_training") {
       net(x);  // the deferred shapes
       engine->wait_all();
       // A gate op writes x: every op of the steps below reads x, directly or not.
-      std::promise<void> open_gate;
-      std::shared_future<void> gate = open_gate.get_future().share();
-      engine->push([gate] { gate.wait(); }, cpu(), {}, {x.var()}, {.name = "gate"});
-      struct OpenAtExit {
-        std::promise<void>& gate;
-        bool opened = false;
-        void open() {
-          if (!opened) gate.set_value();
-          opened = true;
-        }
-        ~OpenAtExit() { open(); }
-      } opener{open_gate};
+      Gate gate(*engine, {x.var()});
       NDArray loss;
       for (int step = 0; step < 3; ++step) {
         {
@@ -236,7 +192,7 @@ TEST_SUITE("frontend.nn_training") {
       }
       // Reaching this line with the gate closed shows that nothing above waited.
       CHECK(engine->stats().ops_in_flight >= 50);
-      opener.open();
+      gate.open();
       CHECK(std::isfinite(loss.scalar()));
     }
     engine->wait_all();

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/blas_operand.h"
+#include "common/gemm_checks.h"
 #include "parallel.h"
 #include "tandem/errors.h"
 #include "tandem/ops/cpu/copy.h"
@@ -17,26 +19,6 @@
 namespace tandem::ops::cpu {
 
 namespace {
-
-// How a 2-D operand is handed to row-major CBLAS: its pointer, transpose flag and leading
-// dimension; empty when its layout has no such description and it must be packed first.
-struct BlasOperand {
-  bool usable = false;
-  bool transposed = false;
-  std::int64_t leading = 0;
-};
-
-BlasOperand describe(const ArrayView& v) {
-  const std::int64_t rows = v.shape[0], cols = v.shape[1];
-  // A dimension of extent 1 may carry any stride; give it the one BLAS expects.
-  const std::int64_t s0 = rows == 1 ? std::max<std::int64_t>(cols, 1) : v.strides[0];
-  const std::int64_t s1 = cols == 1 ? 1 : v.strides[1];
-  if (s1 == 1 && s0 >= std::max<std::int64_t>(cols, 1)) return {true, false, s0};
-  const std::int64_t t0 = rows == 1 ? 1 : v.strides[0];
-  const std::int64_t t1 = cols == 1 ? std::max<std::int64_t>(rows, 1) : v.strides[1];
-  if (t0 == 1 && t1 >= std::max<std::int64_t>(rows, 1)) return {true, true, t1};
-  return {};
-}
 
 // Row blocks: at least ~64 rows and ~32 MFLOP each (smaller blocks cost more in repeated
 // packing of b than they gain), at most one per hardware thread.
@@ -79,20 +61,20 @@ template <class T>
 void floating_gemm(ArrayView a, ArrayView b, const ArrayView& c, bool accumulate) {
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   std::vector<T> a_buffer, b_buffer;
-  BlasOperand da = describe(a), db = describe(b);
+  BlasOperand da = describe_for_blas(a), db = describe_for_blas(b);
   if (!da.usable) {
     a_buffer = pack<T>(a);
-    da = describe(a);
+    da = describe_for_blas(a);
   }
   if (!db.usable) {
     b_buffer = pack<T>(b);
-    db = describe(b);
+    db = describe_for_blas(b);
   }
   configure_blas_threads();
   const T* pa = a.typed<const T>();
   const T* pb = b.typed<const T>();
   T* pc = c.typed<T>();
-  const std::int64_t ldc = m == 1 ? std::max<std::int64_t>(n, 1) : c.strides[0];
+  const std::int64_t ldc = output_leading(c);
   // Row r of a starts at r * (its row stride), transposed or not.
   const std::int64_t a_row = da.transposed ? 1 : da.leading;
   parallel_blocks(m, rows_per_block(m, n, k), [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
@@ -137,11 +119,7 @@ void configure_blas_threads() {
 }
 
 void gemm(const ArrayView& a, const ArrayView& b, const ArrayView& c, bool accumulate) {
-  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2 || a.shape[1] != b.shape[0] ||
-      c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1]) {
-    throw Error("tandem: gemm: shapes " + a.shape.to_string() + " x " + b.shape.to_string() +
-                " -> " + c.shape.to_string() + " do not form a matrix product");
-  }
+  check_gemm_shapes(a, b, c);
   if (c.num_elements() == 0) return;
   if (a.shape[1] == 0) {
     if (!accumulate) fill(c, 0.0);  // an empty sum adds nothing
