@@ -1,6 +1,7 @@
 // GradientExchange: per-step counts of finished gradient copies, and the sums they trigger.
 #include "tandem/nn/gradient_exchange.h"
 
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -37,12 +38,13 @@ struct GradientExchange::State {
                   "one backward per device per step, or use GradReq::add");
     }
     slot.ready[copy] = true;
+    if (planned) pack_if_ready(slot.bucket, copy);
     for (const bool done : slot.ready) {
       if (!done) return;
     }
     slot.all_ready = true;
-    if (!planned) plan();
     if (!planned) {
+      ready_order.push_back(slot_index);
       sum(slot);
       ++summed_during_backward;
       return;
@@ -52,22 +54,47 @@ struct GradientExchange::State {
     for (const std::size_t member : bucket) {
       if (!slots[member].all_ready) return;
     }
-    sum_bucket(bucket);
+    sum_bucket(slot.bucket);
     summed_during_backward += bucket.size();
   }
 
-  // Buckets are planned once every parameter is initialized (a deferred one has no size
-  // before); until then each parameter is summed alone. Caller holds the mutex.
-  void plan() {
+  std::vector<Parameter*> members_of(std::size_t bucket) const {
+    std::vector<Parameter*> members;
+    for (const std::size_t member : buckets[bucket])
+      members.push_back(slots[member].parameter.get());
+    return members;
+  }
+
+  // Packs the bucket's gradients on `copy` once that copy of every member is ready, so that the
+  // pack is queued right behind them on that device. Caller holds the mutex.
+  void pack_if_ready(std::size_t bucket, std::size_t copy) {
+    for (const std::size_t member : buckets[bucket]) {
+      const std::vector<bool>& ready = slots[member].ready;
+      if (copy >= ready.size() || !ready[copy]) return;
+    }
+    const std::vector<Parameter*> members = members_of(bucket);
+    if (!detail::summable_together(members)) return;
+    auto paused = autograd::pause();
+    if (bucket_sums[bucket] == nullptr)
+      bucket_sums[bucket] = std::make_unique<detail::BucketSum>(members);
+    bucket_sums[bucket]->pack(copy);
+  }
+
+  // Every parameter with a gradient is initialized: the buckets can be planned, from the order
+  // the gradients became ready in the step just finished. Until then each parameter is summed
+  // alone. Caller holds the mutex.
+  void plan_if_possible() {
+    if (planned || ready_order.empty()) return;
     std::vector<std::shared_ptr<Parameter>> parameters;
     for (const Slot& slot : slots) {
       if (!slot.parameter->initialized() && slot.parameter->grad_req() != GradReq::null) return;
       parameters.push_back(slot.parameter);
     }
-    buckets = detail::plan_gradient_buckets(parameters, bucket_bytes);
+    buckets = detail::plan_gradient_buckets(parameters, ready_order, bucket_bytes);
     for (std::size_t b = 0; b < buckets.size(); ++b) {
       for (const std::size_t member : buckets[b]) slots[member].bucket = b;
     }
+    bucket_sums.resize(buckets.size());
     planned = true;
   }
 
@@ -77,16 +104,23 @@ struct GradientExchange::State {
     slot.summed = true;
   }
 
-  void sum_bucket(const std::vector<std::size_t>& bucket) {
+  void sum_bucket(std::size_t bucket) {
     auto paused = autograd::pause();
-    std::vector<Parameter*> members;
-    for (const std::size_t member : bucket) members.push_back(slots[member].parameter.get());
-    detail::allreduce_bucket(members);
-    for (const std::size_t member : bucket) slots[member].summed = true;
+    const std::vector<Parameter*> members = members_of(bucket);
+    std::unique_ptr<detail::BucketSum> packed = std::move(bucket_sums[bucket]);
+    if (packed != nullptr && detail::summable_together(members)) {
+      packed->sum();
+    } else {
+      for (Parameter* member : members) nd::allreduce(member->list_grad());
+    }
+    for (const std::size_t member : buckets[bucket]) slots[member].summed = true;
   }
 
   // Caller holds the mutex.
   void start_next_step() {
+    plan_if_possible();
+    if (!planned) ready_order.clear();  // recorded again in the next step
+    for (auto& packed : bucket_sums) packed.reset();
     for (Slot& slot : slots) {
       slot.ready.assign(slot.ready.size(), false);
       slot.summed = false;
@@ -101,6 +135,10 @@ struct GradientExchange::State {
   std::size_t bucket_bytes = 0;
   bool planned = false;
   std::vector<std::vector<std::size_t>> buckets;  // indices into slots
+  // Slots in the order they became ready on every copy, recorded until the plan is made.
+  std::vector<std::size_t> ready_order;
+  // Per bucket, this step's packs (null until the first one).
+  std::vector<std::unique_ptr<detail::BucketSum>> bucket_sums;
 };
 
 GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters,
@@ -147,6 +185,17 @@ std::size_t GradientExchange::summed_during_backward() const {
 std::size_t GradientExchange::buckets() const {
   const std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->buckets.size();
+}
+
+std::vector<std::vector<std::string>> GradientExchange::bucket_plan() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  std::vector<std::vector<std::string>> plan;
+  for (const std::vector<std::size_t>& bucket : state_->buckets) {
+    std::vector<std::string>& names = plan.emplace_back();
+    for (const std::size_t member : bucket)
+      names.push_back(state_->slots[member].parameter->name());
+  }
+  return plan;
 }
 
 }  // namespace tandem::nn
