@@ -66,19 +66,6 @@ std::vector<nd::NDArray> gradients_on(const std::vector<Parameter*>& members, De
   return gradients;
 }
 
-// One op on the flat's device that copies each slab of `flat` into its gradient.
-void push_unpack(const nd::NDArray& flat, const std::vector<nd::NDArray>& gradients) {
-  SlabCopies copies;
-  std::vector<Var> writes;
-  const std::vector<nd::NDArray> parts = slabs(flat, gradients);
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    copies.emplace_back(nd::detail::lazy_view(parts[i]), nd::detail::lazy_view(gradients[i]));
-    writes.push_back(gradients[i].var());
-  }
-  push_slab_copies(flat.engine(), flat.device(), std::move(copies), {flat.var()}, writes,
-                   "allreduce_bucket_unpack");
-}
-
 }  // namespace
 
 std::vector<std::vector<std::size_t>> plan_gradient_buckets(
@@ -136,8 +123,7 @@ BucketSum::BucketSum(std::vector<Parameter*> members)
       received_(flats_.size(), std::vector<nd::NDArray>(flats_.size())) {}
 
 void BucketSum::pack(std::size_t copy) {
-  const std::vector<Device>& devices = members_.front()->devices();
-  const Device device = devices.at(copy);
+  const Device device = members_.front()->devices().at(copy);
   const std::vector<nd::NDArray> gradients = gradients_on(members_, device);
   const nd::NDArray& first = gradients.front();
   if (gradients.size() == 1) {
@@ -159,38 +145,111 @@ void BucketSum::pack(std::size_t copy) {
                      "allreduce_bucket_pack");
     flats_[copy] = std::move(flat);
   }
-  // Sent at once: each copy waits only for this pack, not for the other devices' backward.
-  for (std::size_t to = 0; to < devices.size(); ++to) {
-    if (to == copy) continue;
-    received_[to][copy] = nd::detail::copy_to_device_named(flats_[copy], devices[to], "allreduce");
-  }
 }
 
-void BucketSum::sum() {
+void BucketSum::send() {
   const std::vector<Device>& devices = members_.front()->devices();
   for (const nd::NDArray& flat : flats_) {
     if (!flat.defined()) {
       throw Error("tandem: GradientExchange: a bucket of " + std::to_string(members_.size()) +
-                  " gradient(s) was summed before every device had packed it");
+                  " gradient(s) was sent before every device had packed it");
     }
   }
   const std::size_t count = devices.size();
-  for (std::size_t here = 0; here < count; ++here) {
-    // ((g0 + g1) + g2) + ... with g_here = own: the sum of the gradients before it (a fresh
-    // array), then own = own + that sum (the same bits as that sum + own: float addition is
-    // commutative), then the gradients after it added in order.
-    const std::vector<nd::NDArray>& received = received_[here];
-    nd::NDArray& own = flats_[here];
-    if (here > 0) {
-      nd::NDArray before = received[0];
-      for (std::size_t d = 1; d < here; ++d) before += received[d];
-      own += before;
+  // Queued once the bucket is complete rather than at each pack: a device's copy stream runs its
+  // copies in queue order, and a copy queued at the first device's pack of its last bucket would
+  // hold up the second device's earlier buckets until the first device's backward ends.
+  for (std::size_t from = 0; from < count; ++from) {
+    for (std::size_t to = 0; to < count; ++to) {
+      if (to == from) continue;
+      received_[to][from] =
+          nd::detail::copy_to_device_named(flats_[from], devices[to], "allreduce");
     }
-    for (std::size_t d = here + 1; d < count; ++d) own += received[d];
-    if (members_.size() > 1) push_unpack(own, gradients_on(members_, devices[here]));
   }
+}
+
+void BucketSum::sum(const std::vector<nd::NDArray>& after) {
+  const std::vector<Device>& devices = members_.front()->devices();
+  const std::size_t count = devices.size();
+  for (std::size_t to = 0; to < count; ++to) {
+    for (std::size_t from = 0; from < count; ++from) {
+      if (from != to && !received_[to][from].defined()) {
+        throw Error("tandem: GradientExchange: a bucket of " + std::to_string(members_.size()) +
+                    " gradient(s) was summed before it was sent");
+      }
+    }
+  }
+  for (std::size_t here = 0; here < count; ++here) push_device_sum(here, after.at(here));
   flats_.assign(count, nd::NDArray());
   received_.assign(count, std::vector<nd::NDArray>(count));
+}
+
+void BucketSum::push_device_sum(std::size_t here, const nd::NDArray& after) {
+  const std::vector<Device>& devices = members_.front()->devices();
+  const std::size_t count = devices.size();
+  const std::vector<nd::NDArray> gradients = gradients_on(members_, devices[here]);
+  const std::vector<nd::NDArray>& received = received_[here];
+  // Per member: its gradient and, per device, the slab of the received flat that holds it (the
+  // gradient itself for `here`).
+  struct Member {
+    nd::detail::DenseRef gradient;
+    std::vector<nd::detail::DenseRef> parts;  // per device; parts[here] unused
+    std::int64_t elements = 0;
+  };
+  std::vector<Member> members;
+  std::vector<std::vector<nd::NDArray>> received_slabs(count);
+  for (std::size_t d = 0; d < count; ++d) {
+    if (d != here) received_slabs[d] = slabs(received[d], gradients);
+  }
+  for (std::size_t m = 0; m < gradients.size(); ++m) {
+    Member member{nd::detail::dense_ref(gradients[m]), {}, gradients[m].size()};
+    for (std::size_t d = 0; d < count; ++d) {
+      member.parts.push_back(d == here ? member.gradient
+                                       : nd::detail::dense_ref(received_slabs[d][m]));
+    }
+    members.push_back(std::move(member));
+  }
+  // ((g0 + g1) + g2) + ... with g_here = the gradient: the sum of the flats before it, formed in
+  // the first received flat (ours), then gradient = gradient + that sum (the same bits as that
+  // sum + gradient: float addition is commutative), then the flats after it added in order.
+  std::vector<Var> writes;
+  for (const nd::NDArray& gradient : gradients) writes.push_back(gradient.var());
+  if (here >= 2) writes.push_back(received[0].var());
+  std::vector<Var> reads;
+  const auto read = [&](Var var) {
+    if (std::find(writes.begin(), writes.end(), var) == writes.end() &&
+        std::find(reads.begin(), reads.end(), var) == reads.end()) {
+      reads.push_back(var);
+    }
+  };
+  for (std::size_t d = (here >= 2 ? 1 : 0); d < count; ++d) {
+    if (d != here) read(received[d].var());
+  }
+  // `after` (the device's last gradient written by this step's backward) only orders the op: the
+  // op is granted once the device's backward is launched, so it queues behind it on the device's
+  // stream instead of in the middle (where it would hold the stream until every device has
+  // produced the bucket).
+  if (after.defined()) read(after.var());
+  const ops::DType dtype = gradients.front().dtype();
+  gradients.front().engine().push(
+      [members = std::move(members), here, count, dtype](RunContext& ctx) {
+        const ops::Kernels& table = nd::detail::kernels(ctx);
+        const auto add = [&](const nd::detail::DenseRef& a, const nd::detail::DenseRef& b,
+                             const nd::detail::DenseRef& out, std::int64_t n) {
+          table.binary_dense(ctx.stream(), ops::BinaryOp::add, dtype, a.resolve(), b.resolve(),
+                             out.resolve(), n);
+        };
+        for (const Member& member : members) {
+          const std::int64_t n = member.elements;
+          for (std::size_t d = 1; d < here; ++d)
+            add(member.parts[0], member.parts[d], member.parts[0], n);
+          if (here > 0) add(member.gradient, member.parts[0], member.gradient, n);
+          for (std::size_t d = here + 1; d < count; ++d) {
+            add(member.gradient, member.parts[d], member.gradient, n);
+          }
+        }
+      },
+      devices[here], reads, writes, {.name = "allreduce_bucket_sum"});
 }
 
 }  // namespace tandem::nn::detail

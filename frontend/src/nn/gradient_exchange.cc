@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "gradient_buckets.h"
 #include "tandem/errors.h"
@@ -38,6 +39,7 @@ struct GradientExchange::State {
                   "one backward per device per step, or use GradReq::add");
     }
     slot.ready[copy] = true;
+    note_last_gradient(parameter, copy);
     if (planned) pack_if_ready(slot.bucket, copy);
     for (const bool done : slot.ready) {
       if (!done) return;
@@ -56,6 +58,17 @@ struct GradientExchange::State {
     }
     sum_bucket(slot.bucket);
     summed_during_backward += bucket.size();
+  }
+
+  void note_last_gradient(const Parameter& parameter, std::size_t copy) {
+    const Device device = parameter.devices()[copy];
+    for (auto& [where, gradient] : last_gradients) {
+      if (where == device) {
+        gradient = parameter.grad(device);
+        return;
+      }
+    }
+    last_gradients.emplace_back(device, parameter.grad(device));
   }
 
   std::vector<Parameter*> members_of(std::size_t bucket) const {
@@ -104,20 +117,54 @@ struct GradientExchange::State {
     slot.summed = true;
   }
 
+  // The gradient this step's backward reported last on `device` (undefined when none).
+  nd::NDArray last_gradient_on(Device device) const {
+    for (const auto& [where, gradient] : last_gradients) {
+      if (where == device) return gradient;
+    }
+    return {};
+  }
+
+  // Sends the bucket (or sums its members one by one when they cannot be summed together);
+  // once the step's last bucket is sent, queues the adds of every bucket sent. Caller holds the
+  // mutex.
   void sum_bucket(std::size_t bucket) {
     auto paused = autograd::pause();
     const std::vector<Parameter*> members = members_of(bucket);
     std::unique_ptr<detail::BucketSum> packed = std::move(bucket_sums[bucket]);
     if (packed != nullptr && detail::summable_together(members)) {
-      packed->sum();
+      packed->send();
+      sent.push_back(std::move(packed));
     } else {
       for (Parameter* member : members) nd::allreduce(member->list_grad());
     }
     for (const std::size_t member : buckets[bucket]) slots[member].summed = true;
+    // The last bucket a backward can complete: every device's backward is queued by now.
+    for (const Slot& slot : slots) {
+      const Parameter& parameter = *slot.parameter;
+      if (!slot.summed && parameter.grad_req() == GradReq::write && parameter.initialized() &&
+          parameter.devices().size() > 1) {
+        return;
+      }
+    }
+    add_sent();
+  }
+
+  // Queues the adds of the buckets sent this step. Caller holds the mutex.
+  void add_sent() {
+    auto paused = autograd::pause();
+    for (const std::unique_ptr<detail::BucketSum>& bucket : sent) {
+      std::vector<nd::NDArray> after;
+      for (const Device device : bucket->devices()) after.push_back(last_gradient_on(device));
+      bucket->sum(after);
+    }
+    sent.clear();
   }
 
   // Caller holds the mutex.
   void start_next_step() {
+    add_sent();
+    last_gradients.clear();
     plan_if_possible();
     if (!planned) ready_order.clear();  // recorded again in the next step
     for (auto& packed : bucket_sums) packed.reset();
@@ -139,6 +186,10 @@ struct GradientExchange::State {
   std::vector<std::size_t> ready_order;
   // Per bucket, this step's packs (null until the first one).
   std::vector<std::unique_ptr<detail::BucketSum>> bucket_sums;
+  // Per device, the gradient reported last this step (what a bucket's sum is queued behind).
+  std::vector<std::pair<Device, nd::NDArray>> last_gradients;
+  // Buckets sent this step whose adds are not queued yet.
+  std::vector<std::unique_ptr<detail::BucketSum>> sent;
 };
 
 GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters,

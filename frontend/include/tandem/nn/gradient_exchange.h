@@ -58,7 +58,7 @@
 namespace tandem::nn {
 
 struct GradientExchangeOptions {
-  // Most gradient bytes (per device) summed by one bucket's exchange; 0: one allreduce per
+  // Most gradient bytes (per device) summed by one bucket's exchange; 0: one exchange per
   // parameter. Parameters with larger gradients, or that the ring would carry (kRingMinimumBytes
   // and up on 3 or more devices), are summed alone. The buckets nearest the end of the backward
   // are capped lower (see above). Small, so that a bucket's copies stay latency-bound and
