@@ -20,7 +20,8 @@
 //   streams during the backward of the earlier layers;
 // - sum: once the step's last bucket is sent (the backward of every device is then queued), or
 //   at GradientExchange::finish, one op on each device adds the flats into its gradients in
-//   device order, ((g0 + g1) + g2) + ..., queued behind that device's backward.
+//   device order, ((g0 + g1) + g2) + ...; it also reads the gradient that device's backward
+//   wrote last, only so that it is queued behind that backward.
 //
 // Why every device sums for itself (all-gather, then a local sum, as MPI's recursive doubling
 // does for short messages) instead of summing on one device and copying the sum back: a sim or

@@ -19,7 +19,7 @@ struct GradientExchange::State {
   struct Slot {
     std::shared_ptr<Parameter> parameter;
     std::vector<bool> ready;  // per copy: backward has queued its last gradient op this step
-    bool summed = false;      // its allreduce was pushed this step
+    bool summed = false;      // its exchange was queued this step
     bool all_ready = false;   // every copy is ready this step
     std::size_t bucket = 0;   // index into buckets, once planned
   };
@@ -56,7 +56,7 @@ struct GradientExchange::State {
     for (const std::size_t member : bucket) {
       if (!slots[member].all_ready) return;
     }
-    sum_bucket(slot.bucket);
+    send_bucket(slot.bucket);
     summed_during_backward += bucket.size();
   }
 
@@ -128,7 +128,7 @@ struct GradientExchange::State {
   // Sends the bucket (or sums its members one by one when they cannot be summed together);
   // once the step's last bucket is sent, queues the adds of every bucket sent. Caller holds the
   // mutex.
-  void sum_bucket(std::size_t bucket) {
+  void send_bucket(std::size_t bucket) {
     auto paused = autograd::pause();
     const std::vector<Parameter*> members = members_of(bucket);
     std::unique_ptr<detail::BucketSum> packed = std::move(bucket_sums[bucket]);
