@@ -35,8 +35,8 @@ bool same_place(const Parameter& a, const Parameter& b) {
 
 using SlabCopies = std::vector<std::pair<nd::detail::LazyView, nd::detail::LazyView>>;
 
-// One op on `device` that runs `copies` (from, to) one after the other, on its compute queue: the
-// pack and unpack of a bucket are part of the exchange (named so in the profiler), not backward.
+// One op on `device` that runs `copies` (from, to) one after the other, on its compute queue (a
+// bucket's pack: part of the exchange, named so in the profiler, not of the backward).
 void push_slab_copies(Engine& engine, Device device, SlabCopies copies, std::vector<Var> reads,
                       std::vector<Var> writes, const char* name) {
   engine.push(
