@@ -11,7 +11,7 @@
 // The exchange is every op named "allreduce" (nd::allreduce and nn::GradientExchange's buckets
 // name their copies so). Backward compute is every op on an accelerator's compute lanes that was
 // pushed by a backward call (its push time inside one of the windows) and is not part of the
-// exchange: ops whose name starts with "allreduce" (a bucket's pack and unpack) and ops that
+// exchange: ops whose name starts with "allreduce" (a bucket's pack and sum) and ops that
 // read what the exchange wrote (its adds, directly or through another add) are left out. So
 // neither the exchange's own adds, nor the updates, nor the next step's forward count as
 // hiding it. The figure is the length of (union of the exchange intervals) intersected with

@@ -38,10 +38,13 @@
 // caps of the buckets before it start at 1/128 of GradientExchangeOptions::bucket_bytes and
 // double with each bucket up to bucket_bytes (a bucket near the tail is ready when little
 // backward is left to hide it; those further back have time and are as large as allowed).
-// Each device packs a bucket as soon as its own backward has queued the bucket's gradients and
-// sends the pack to every other device at once; when every device has packed, each device adds
-// the packs in device order and unpacks the sum. Each element is summed in the same order as
-// alone, so the results are the same bits (details in frontend/src/nn/gradient_buckets.h).
+// Each device packs a bucket as soon as its own backward has queued the bucket's gradients; once
+// every device has, the packs are copied to every other device (during the backward of the
+// earlier layers), and once the step's last bucket is sent each device adds them into its
+// gradients in device order, behind its own backward. Each element is summed in the same order
+// as alone, so the results are the same bits (details in frontend/src/nn/gradient_buckets.h).
+// The adds are queued inside the backward that completes the step's last bucket, or by finish()
+// when some gradient was not produced on every copy.
 //
 // A copy whose gradient is produced twice before finish() (two backward calls on one device's
 // loss with GradReq::write) is refused with a tandem::Error from that backward: the first
