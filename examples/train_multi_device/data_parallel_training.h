@@ -97,7 +97,11 @@ class DataParallelTraining {
   // with compute.
   DataParallelEpoch run_epoch(bool profile = false, std::int64_t max_batches = -1) {
     const std::vector<Device>& devices = options_.devices;
-    if (profile) profiler::start();
+    BackwardWindows backward_windows;
+    if (profile) {
+      profiler::start();
+      backward_windows.start();
+    }
     const auto start = std::chrono::steady_clock::now();
     std::vector<nd::NDArray> loss_sums(devices.size()), correct(devices.size());
     std::int64_t samples = 0;
@@ -118,7 +122,9 @@ class DataParallelTraining {
       // One backward per device, in device order: the exchange of a parameter is queued from
       // inside the last device's backward, as soon as that backward has queued the
       // parameter's gradient.
+      backward_windows.begin();
       for (const nd::NDArray& loss : losses) loss.backward();
+      backward_windows.end();
       trainer_->step(rows);
       for (std::size_t d = 0; d < devices.size(); ++d) {
         const double part_rows = static_cast<double>(images[d].shape()[0]);
@@ -149,7 +155,7 @@ class DataParallelTraining {
       Engine::get().wait_all();
       profiler::stop();
       result.profiled = true;
-      result.exchange = exchange_overlap(profiler::events());
+      result.exchange = exchange_overlap(profiler::events(), backward_windows);
     }
     result.test_accuracy = test_accuracy();
     return result;

@@ -4,13 +4,16 @@
 // sim devices than there are skip with a message.
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <string>
+#include <thread>
 
 #include "data_parallel_support.h"
 #include "frontend_test_util.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/network.h"
 #include "tandem/nn/nn.h"
+#include "tandem/profiler.h"
 
 namespace tandem::testing {
 namespace {
@@ -219,51 +222,78 @@ TEST_SUITE("frontend.data_parallel") {
           std::string::npos);
   }
 
-  TEST_CASE("the exchange of the last layer completes while the first layer's backward is held") {
+  TEST_CASE("the exchange of the last layer runs while the first layer's backward is held") {
     if (!have_sims(2)) return;
     const std::vector<Device> devices = sim_devices(2);
-    nd::random::seed(8);
-    const NDArray images = nd::random::uniform({8, 64}).astype(nd::float64);
-    const NDArray labels = nd::random::uniform(0, 10, {8}).astype(nd::int32);
-    auto net = small_mlp(devices, nn::Xavier());
-    // One allreduce per parameter: a bucket would hold the last layer's sum back until the
-    // first layer's gradient joins it.
-    nn::Trainer trainer(net->collect_params(), nn::SGD(0.1),
-                        {.exchange = nn::GradientExchangeMode::during_backward,
-                         .exchange_options = {.bucket_bytes = 0}});
-    const std::vector<NDArray> xs = nd::split_and_load(images, devices);
-    const std::vector<NDArray> ys = nd::split_and_load(labels, devices);
-    std::vector<NDArray> losses;
-    {
-      auto recording = autograd::record();
-      for (std::size_t d = 0; d < devices.size(); ++d) {
-        losses.push_back(nd::softmax_cross_entropy((*net)(xs[d]), ys[d]).sum());
+    // bucket_bytes 0 (one exchange per parameter) and the default buckets. The first step sums
+    // each parameter alone with nd::allreduce: the last layer's sum completes while the first
+    // layer's backward is held. From the second step the plan's buckets are packed and sent
+    // during backward, and each device's adds are queued behind its own backward: the last
+    // layer's gradients cross between the devices while the first layer's backward is held.
+    for (const std::size_t bucket_bytes :
+         {std::size_t{0}, nn::GradientExchangeOptions{}.bucket_bytes}) {
+      CAPTURE(bucket_bytes);
+      nd::random::seed(8);
+      const NDArray images = nd::random::uniform({2, 8, 64}).astype(nd::float64);
+      const NDArray labels = nd::random::uniform(0, 10, {2, 8}).astype(nd::int32);
+      auto net = small_mlp(devices, nn::Xavier());
+      nn::Trainer trainer(net->collect_params(), nn::SGD(0.1),
+                          {.exchange = nn::GradientExchangeMode::during_backward,
+                           .exchange_options = {.bucket_bytes = bucket_bytes}});
+      const nn::ParameterDict params = net->collect_params();
+      for (std::int64_t step = 0; step < 2; ++step) {
+        CAPTURE(step);
+        const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
+        const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
+        std::vector<NDArray> losses;
+        {
+          auto recording = autograd::record();
+          for (std::size_t d = 0; d < devices.size(); ++d) {
+            losses.push_back(nd::softmax_cross_entropy((*net)(xs[d]), ys[d]).sum());
+          }
+        }
+        for (const NDArray& loss : losses) loss.wait_to_read();
+        // A gate op writes the devices' inputs: the first layer's weight gradient reads the
+        // input, so it cannot run until the gate opens; the second layer's gradient reads only
+        // the first layer's output and the loss gradient.
+        // One op for both inputs: it holds one CPU worker, the others keep running.
+        Gate gate(Engine::get(), {xs[0].var(), xs[1].var()});
+        profiler::start();
+        for (const NDArray& loss : losses) loss.backward();
+        // Every parameter's exchange was queued from inside a backward.
+        REQUIRE(trainer.exchange() != nullptr);
+        CHECK(trainer.exchange()->summed_during_backward() == params.size());
+        nn::Parameter& last = params["1.weight"];
+        if (step == 0) {
+          // The last layer's summed gradient arrives on both devices with the gate closed.
+          for (const Device& device : devices) last.grad(device).wait_to_read(30s);
+          CHECK(last.grad(sim(1)).to_vector<double>() == last.grad(sim(0)).to_vector<double>());
+        } else {
+          // Copies named "allreduce" run with the gate closed: the packs of the buckets that do
+          // not hold the first layer's weight, one each way.
+          const auto deadline = std::chrono::steady_clock::now() + 30s;
+          std::size_t copies = 0;
+          while (copies < 2 && std::chrono::steady_clock::now() < deadline) {
+            copies = 0;
+            for (const profiler::OpEvent& event : profiler::events()) {
+              copies += event.name == "allreduce" ? 1 : 0;
+            }
+            std::this_thread::sleep_for(1ms);
+          }
+          CHECK(copies >= 2);
+        }
+        // ... while the first layer's gradient is still held behind the gate.
+        CHECK_THROWS_AS(params["0.weight"].grad(sim(1)).wait_to_read(50ms), TimeoutError);
+        gate.open();
+        trainer.step(8);
+        profiler::stop();
+        for (const auto& [name, parameter] : params) {
+          CAPTURE(name);
+          CHECK(parameter->grad(sim(0)).to_vector<double>() ==
+                parameter->grad(sim(1)).to_vector<double>());
+        }
       }
     }
-    for (const NDArray& loss : losses) loss.wait_to_read();
-    // A gate op writes the devices' inputs: the first layer's weight gradient reads the input,
-    // so it cannot run until the gate opens; the second layer's gradient reads only the first
-    // layer's output and the loss gradient.
-    // One op for both inputs: it holds one CPU worker, the others keep running.
-    Gate gate(Engine::get(), {xs[0].var(), xs[1].var()});
-    for (const NDArray& loss : losses) loss.backward();
-    const nn::ParameterDict params = net->collect_params();
-    // Every parameter's sum was queued from inside a backward.
-    REQUIRE(trainer.exchange() != nullptr);
-    CHECK(trainer.exchange()->summed_during_backward() == params.size());
-    // The last layer's summed gradient arrives on both devices with the gate still closed.
-    nn::Parameter& last = params["1.weight"];
-    for (const Device& device : devices) last.grad(device).wait_to_read(30s);
-    const std::vector<double> summed = last.grad(sim(0)).to_vector<double>();
-    CHECK(last.grad(sim(1)).to_vector<double>() == summed);
-    // ... while the first layer's gradient is still held behind the gate.
-    CHECK_THROWS_AS(params["0.weight"].grad(sim(1)).wait_to_read(50ms), TimeoutError);
-    gate.open();
-    trainer.step(8);
-    // step() pushed no second sum: the last layer's gradient is the one summed in backward.
-    CHECK(last.grad(sim(0)).to_vector<double>() == summed);
-    CHECK(params["0.weight"].grad(sim(0)).to_vector<double>() ==
-          params["0.weight"].grad(sim(1)).to_vector<double>());
   }
 
   TEST_CASE("data parallel during backward equals one device with the same global batch") {
@@ -286,27 +316,105 @@ TEST_SUITE("frontend.data_parallel") {
 
   TEST_CASE("gradient buckets give the same bits as one allreduce per parameter") {
     // small_mlp's gradients: 16x64 and 10x16 weights (8192 and 1280 bytes), 16 and 10 biases.
-    struct Plan {
-      std::size_t bucket_bytes;
-      std::size_t buckets;
-    };
-    const Plan plans[] = {{0, 4},         // one per parameter
-                          {64 << 10, 1},  // the default: all four together
-                          {2000, 2}};     // the 8192-byte weight alone, the rest together
+    // Whatever the plan, the sums are the same bits as summing each parameter at the step.
     for (const int count : {2, 3, 4}) {
       if (!have_sims(count)) return;
       CAPTURE(count);
       const std::vector<Device> devices = sim_devices(count);
       const ParameterValues at_step = train(devices, nn::GradientExchangeMode::at_step);
-      for (const Plan& plan : plans) {
-        CAPTURE(plan.bucket_bytes);
+      for (const std::size_t bucket_bytes :
+           {std::size_t{0}, std::size_t{64 << 10}, std::size_t{2000}, std::size_t{1 << 20}}) {
+        CAPTURE(bucket_bytes);
         std::size_t buckets = 0;
         const ParameterValues bucketed = train(devices, nn::GradientExchangeMode::during_backward,
-                                               3, {.bucket_bytes = plan.bucket_bytes}, &buckets);
-        CHECK(buckets == plan.buckets);
+                                               3, {.bucket_bytes = bucket_bytes}, &buckets);
+        // Planned after the first step; one per parameter when bucket_bytes is 0.
+        CHECK(buckets >= 1);
+        CHECK(buckets <= 4);
+        if (bucket_bytes == 0) CHECK(buckets == 4);
         CHECK(largest_difference(at_step, bucketed) == 0.0);
       }
     }
+  }
+
+  TEST_CASE("buckets follow the first step's readiness order, the last-ready gradient alone") {
+    if (!have_sims(2)) return;
+    const std::vector<Device> devices = sim_devices(2);
+    // Ten float64 gradients, 80 to 8192 bytes: 64 -> 16 -> 16 -> 16 -> 10.
+    auto net = std::make_shared<nn::Sequential>();
+    for (const std::int64_t units : {16, 16, 16}) {
+      net->add(nn::Dense(units, nn::tanh, {.dtype = nd::float64}));
+    }
+    net->add(nn::Dense(10, nn::ActivationType::none, {.dtype = nd::float64}));
+    net->initialize(nn::Xavier(), devices);
+    (*net)(nd::ones({1, 64}, nd::float64, sim(0)));  // the deferred shapes
+    const nn::ParameterDict params = net->collect_params();
+    const std::size_t bucket_bytes = 16 << 10;
+    nn::Trainer trainer(params, nn::SGD(0.1),
+                        {.exchange = nn::GradientExchangeMode::during_backward,
+                         .exchange_options = {.bucket_bytes = bucket_bytes}});
+    // The order in which backward finishes the gradients on the last device (whose backward
+    // completes each parameter), seen through hooks of our own.
+    std::vector<std::string> ready_order;
+    std::map<std::string, std::size_t> bytes;
+    for (const auto& [name, parameter] : params) {
+      autograd::add_gradient_ready_hook(parameter->list_data().back(),
+                                        [&ready_order, name = parameter->name()](const NDArray&) {
+                                          ready_order.push_back(name);
+                                        });
+      bytes[parameter->name()] = static_cast<std::size_t>(parameter->shape().num_elements()) * 8;
+    }
+    nd::random::seed(3);
+    const NDArray images = nd::random::uniform({2, 8, 64}).astype(nd::float64);
+    const NDArray labels = nd::random::uniform(0, 10, {2, 8}).astype(nd::int32);
+    std::vector<std::vector<std::string>> plan;
+    for (std::int64_t step = 0; step < 2; ++step) {
+      const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
+      const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
+      std::vector<NDArray> losses;
+      {
+        auto recording = autograd::record();
+        for (std::size_t d = 0; d < devices.size(); ++d) {
+          losses.push_back(nd::softmax_cross_entropy((*net)(xs[d]), ys[d]).sum());
+        }
+      }
+      if (step == 0) ready_order.clear();
+      for (const NDArray& loss : losses) loss.backward();
+      // Step 1 records the order and sums each parameter alone; the plan is made at its end.
+      CHECK(trainer.exchange()->buckets() == (step == 0 ? 0 : plan.size()));
+      CHECK(trainer.exchange()->summed_during_backward() == params.size());
+      trainer.step(8);
+      if (step == 0) plan = trainer.exchange()->bucket_plan();
+    }
+    REQUIRE(ready_order.size() == 2 * params.size());  // two steps, every parameter
+    ready_order.resize(params.size());
+    std::vector<std::string> walked;  // the plan's members, last-ready bucket first
+    for (const std::vector<std::string>& bucket : plan) {
+      walked.insert(walked.end(), bucket.begin(), bucket.end());
+    }
+    CHECK(walked == std::vector<std::string>(ready_order.rbegin(), ready_order.rend()));
+    std::string shown;
+    for (const std::vector<std::string>& bucket : plan) {
+      shown += " [";
+      for (const std::string& name : bucket) shown += " " + name;
+      shown += " ]";
+    }
+    MESSAGE("plan, last-ready first:" << shown);
+    REQUIRE(plan.size() >= 2);
+    CHECK(plan.front() == std::vector<std::string>{ready_order.back()});  // the tail alone
+    // The caps: 1/128 of bucket_bytes for the bucket before the tail, doubling up to
+    // bucket_bytes; a bucket over its cap holds one parameter.
+    std::size_t cap = bucket_bytes / 128;
+    for (std::size_t b = 1; b < plan.size(); ++b) {
+      CAPTURE(b);
+      std::size_t total = 0;
+      for (const std::string& name : plan[b]) total += bytes[name];
+      CHECK((total <= cap || plan[b].size() == 1));
+      cap = std::min(bucket_bytes, cap * 2);
+    }
+    // Fewer exchanges than parameters.
+    CHECK(plan.size() < params.size());
+    Engine::get().wait_all();
   }
 
   TEST_CASE("a second backward through one device's copy before step is refused") {

@@ -1,8 +1,10 @@
 // GradientExchange: per-step counts of finished gradient copies, and the sums they trigger.
 #include "tandem/nn/gradient_exchange.h"
 
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "gradient_buckets.h"
 #include "tandem/errors.h"
@@ -17,7 +19,7 @@ struct GradientExchange::State {
   struct Slot {
     std::shared_ptr<Parameter> parameter;
     std::vector<bool> ready;  // per copy: backward has queued its last gradient op this step
-    bool summed = false;      // its allreduce was pushed this step
+    bool summed = false;      // its exchange was queued this step
     bool all_ready = false;   // every copy is ready this step
     std::size_t bucket = 0;   // index into buckets, once planned
   };
@@ -37,12 +39,14 @@ struct GradientExchange::State {
                   "one backward per device per step, or use GradReq::add");
     }
     slot.ready[copy] = true;
+    note_last_gradient(parameter, copy);
+    if (planned) pack_if_ready(slot.bucket, copy);
     for (const bool done : slot.ready) {
       if (!done) return;
     }
     slot.all_ready = true;
-    if (!planned) plan();
     if (!planned) {
+      ready_order.push_back(slot_index);
       sum(slot);
       ++summed_during_backward;
       return;
@@ -52,22 +56,58 @@ struct GradientExchange::State {
     for (const std::size_t member : bucket) {
       if (!slots[member].all_ready) return;
     }
-    sum_bucket(bucket);
+    send_bucket(slot.bucket);
     summed_during_backward += bucket.size();
   }
 
-  // Buckets are planned once every parameter is initialized (a deferred one has no size
-  // before); until then each parameter is summed alone. Caller holds the mutex.
-  void plan() {
+  void note_last_gradient(const Parameter& parameter, std::size_t copy) {
+    const Device device = parameter.devices()[copy];
+    for (auto& [where, gradient] : last_gradients) {
+      if (where == device) {
+        gradient = parameter.grad(device);
+        return;
+      }
+    }
+    last_gradients.emplace_back(device, parameter.grad(device));
+  }
+
+  std::vector<Parameter*> members_of(std::size_t bucket) const {
+    std::vector<Parameter*> members;
+    for (const std::size_t member : buckets[bucket])
+      members.push_back(slots[member].parameter.get());
+    return members;
+  }
+
+  // Packs the bucket's gradients on `copy` once that copy of every member is ready, so that the
+  // pack is queued right behind them on that device. Caller holds the mutex.
+  void pack_if_ready(std::size_t bucket, std::size_t copy) {
+    for (const std::size_t member : buckets[bucket]) {
+      const std::vector<bool>& ready = slots[member].ready;
+      if (copy >= ready.size() || !ready[copy]) return;
+    }
+    const std::vector<Parameter*> members = members_of(bucket);
+    if (!detail::summable_together(members)) return;
+    auto paused = autograd::pause();
+    if (bucket_sums[bucket] == nullptr)
+      bucket_sums[bucket] = std::make_unique<detail::BucketSum>(members);
+    bucket_sums[bucket]->pack(copy);
+  }
+
+  // Every parameter with a gradient is initialized: the buckets can be planned, from the order
+  // the gradients became ready in the step just finished. Until then each parameter is summed
+  // alone. Caller holds the mutex.
+  void plan_if_possible() {
+    if (planned || ready_order.empty()) return;
     std::vector<std::shared_ptr<Parameter>> parameters;
     for (const Slot& slot : slots) {
       if (!slot.parameter->initialized() && slot.parameter->grad_req() != GradReq::null) return;
       parameters.push_back(slot.parameter);
     }
-    buckets = detail::plan_gradient_buckets(parameters, bucket_bytes);
+    buckets = detail::plan_gradient_buckets(parameters, ready_order, bucket_bytes);
     for (std::size_t b = 0; b < buckets.size(); ++b) {
       for (const std::size_t member : buckets[b]) slots[member].bucket = b;
     }
+    bucket_sums.resize(buckets.size());
     planned = true;
   }
 
@@ -77,16 +117,57 @@ struct GradientExchange::State {
     slot.summed = true;
   }
 
-  void sum_bucket(const std::vector<std::size_t>& bucket) {
+  // The gradient this step's backward reported last on `device` (undefined when none).
+  nd::NDArray last_gradient_on(Device device) const {
+    for (const auto& [where, gradient] : last_gradients) {
+      if (where == device) return gradient;
+    }
+    return {};
+  }
+
+  // Sends the bucket (or sums its members one by one when they cannot be summed together);
+  // once the step's last bucket is sent, queues the adds of every bucket sent. Caller holds the
+  // mutex.
+  void send_bucket(std::size_t bucket) {
     auto paused = autograd::pause();
-    std::vector<Parameter*> members;
-    for (const std::size_t member : bucket) members.push_back(slots[member].parameter.get());
-    detail::allreduce_bucket(members);
-    for (const std::size_t member : bucket) slots[member].summed = true;
+    const std::vector<Parameter*> members = members_of(bucket);
+    std::unique_ptr<detail::BucketSum> packed = std::move(bucket_sums[bucket]);
+    if (packed != nullptr && detail::summable_together(members)) {
+      packed->send();
+      sent.push_back(std::move(packed));
+    } else {
+      for (Parameter* member : members) nd::allreduce(member->list_grad());
+    }
+    for (const std::size_t member : buckets[bucket]) slots[member].summed = true;
+    // The last bucket a backward can complete: every device's backward is queued by now.
+    for (const Slot& slot : slots) {
+      const Parameter& parameter = *slot.parameter;
+      if (!slot.summed && parameter.grad_req() == GradReq::write && parameter.initialized() &&
+          parameter.devices().size() > 1) {
+        return;
+      }
+    }
+    add_sent();
+  }
+
+  // Queues the adds of the buckets sent this step. Caller holds the mutex.
+  void add_sent() {
+    auto paused = autograd::pause();
+    for (const std::unique_ptr<detail::BucketSum>& bucket : sent) {
+      std::vector<nd::NDArray> after;
+      for (const Device device : bucket->devices()) after.push_back(last_gradient_on(device));
+      bucket->sum(after);
+    }
+    sent.clear();
   }
 
   // Caller holds the mutex.
   void start_next_step() {
+    add_sent();
+    last_gradients.clear();
+    plan_if_possible();
+    if (!planned) ready_order.clear();  // recorded again in the next step
+    for (auto& packed : bucket_sums) packed.reset();
     for (Slot& slot : slots) {
       slot.ready.assign(slot.ready.size(), false);
       slot.summed = false;
@@ -101,6 +182,14 @@ struct GradientExchange::State {
   std::size_t bucket_bytes = 0;
   bool planned = false;
   std::vector<std::vector<std::size_t>> buckets;  // indices into slots
+  // Slots in the order they became ready on every copy, recorded until the plan is made.
+  std::vector<std::size_t> ready_order;
+  // Per bucket, this step's packs (null until the first one).
+  std::vector<std::unique_ptr<detail::BucketSum>> bucket_sums;
+  // Per device, the gradient reported last this step (what a bucket's sum is queued behind).
+  std::vector<std::pair<Device, nd::NDArray>> last_gradients;
+  // Buckets sent this step whose adds are not queued yet.
+  std::vector<std::unique_ptr<detail::BucketSum>> sent;
 };
 
 GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters,
@@ -147,6 +236,17 @@ std::size_t GradientExchange::summed_during_backward() const {
 std::size_t GradientExchange::buckets() const {
   const std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->buckets.size();
+}
+
+std::vector<std::vector<std::string>> GradientExchange::bucket_plan() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  std::vector<std::vector<std::string>> plan;
+  for (const std::vector<std::size_t>& bucket : state_->buckets) {
+    std::vector<std::string>& names = plan.emplace_back();
+    for (const std::size_t member : bucket)
+      names.push_back(state_->slots[member].parameter->name());
+  }
+  return plan;
 }
 
 }  // namespace tandem::nn

@@ -29,11 +29,22 @@
 // same bits as summing at the step.
 //
 // Buckets (PyTorch DDP's bucket_cap_mb): parameters with small gradients are summed together, one
-// allreduce of their concatenation per bucket of up to GradientExchangeOptions::bucket_bytes
-// instead of one per parameter, pushed once the bucket's last member is ready. Buckets are
-// planned at the first report after every parameter is initialized, from the last parameter to
-// the first (backward's order); each element is summed in the same order as alone, so the
-// results are the same bits (details in frontend/src/nn/gradient_buckets.h).
+// exchange of their concatenation per bucket instead of one per parameter. The plan is made at
+// the end of the first step in which every parameter is initialized, from the order in which
+// that step's backward finished the gradients (DDP rebuilds its buckets after the first
+// iteration the same way); until then each parameter is summed alone. Walking that order from
+// the last-ready gradient back: the last-ready parameter is a bucket of its own (nothing of the
+// backward is left to hide its exchange, so the exposed tail is one small exchange), and the
+// caps of the buckets before it start at 1/128 of GradientExchangeOptions::bucket_bytes and
+// double with each bucket up to bucket_bytes (a bucket near the tail is ready when little
+// backward is left to hide it; those further back have time and are as large as allowed).
+// Each device packs a bucket as soon as its own backward has queued the bucket's gradients; once
+// every device has, the packs are copied to every other device (during the backward of the
+// earlier layers), and once the step's last bucket is sent each device adds them into its
+// gradients in device order, behind its own backward. Each element is summed in the same order
+// as alone, so the results are the same bits (details in frontend/src/nn/gradient_buckets.h).
+// The adds are queued inside the backward that completes the step's last bucket, or by finish()
+// when some gradient was not produced on every copy.
 //
 // A copy whose gradient is produced twice before finish() (two backward calls on one device's
 // loss with GradReq::write) is refused with a tandem::Error from that backward: the first
@@ -42,6 +53,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tandem/nn/parameter.h"
@@ -49,11 +61,11 @@
 namespace tandem::nn {
 
 struct GradientExchangeOptions {
-  // Most gradient bytes (per device) summed by one bucket's allreduce; 0: one allreduce per
+  // Most gradient bytes (per device) summed by one bucket's exchange; 0: one exchange per
   // parameter. Parameters with larger gradients, or that the ring would carry (kRingMinimumBytes
-  // and up on 3 or more devices), are summed alone. Small, so that a small network still gets
-  // several buckets and the first ones start while backward runs (a bucket waits for its last
-  // member; PyTorch DDP's first bucket is small for the same reason).
+  // and up on 3 or more devices), are summed alone. The buckets nearest the end of the backward
+  // are capped lower (see above). Small, so that a bucket's copies stay latency-bound and
+  // several buckets start while backward runs (a bucket waits for its last member).
   std::size_t bucket_bytes = 64 << 10;
 };
 
@@ -78,6 +90,9 @@ class GradientExchange {
   std::size_t summed_during_backward() const;
   // Buckets of the plan (0 before it is made: see above).
   std::size_t buckets() const;
+  // The plan: each bucket's parameter names, the bucket of the last-ready gradient first
+  // (empty before the plan is made).
+  std::vector<std::vector<std::string>> bucket_plan() const;
 
  private:
   struct State;
