@@ -157,21 +157,42 @@ void record_replayed_call(const std::shared_ptr<HybridBackward>& backward, const
   }
   auto pending = std::make_shared<char>(0);
   backward->pending = pending;
-  autograd::detail::record_node_on_edges(
-      name, std::move(edges), node_outputs, std::move(saved),
-      [backward, pending](const std::vector<NDArray>& output_grads) {
-        // Runs inside the outer backward (recording paused).
-        for (std::size_t k = 0; k < output_grads.size(); ++k)
-          output_grads[k].detach().copyto(backward->head_grads[k]);
-        backward->graph.replay();
-        std::vector<NDArray> gradients;
-        gradients.reserve(backward->input_gradients.size() + backward->outside_gradients.size());
-        for (const NDArray& gradient : backward->input_gradients)
-          gradients.push_back(gradient.defined() ? gradient.copy() : NDArray());
-        for (const NDArray& gradient : backward->outside_gradients)
-          gradients.push_back(gradient.defined() ? gradient.copy() : NDArray());
-        return gradients;
-      });
+  // Runs inside the outer backward (recording paused). The static gradients are overwritten by
+  // the next replay, so each leaves as a copy: straight into its leaf's buffer when the outer
+  // backward offers it as a destination (one copy or add, as the eager walk's delivery would
+  // do after a copy of its own), else as a fresh array that the walk delivers.
+  auto rule = [backward, pending](const std::vector<NDArray>& output_grads,
+                                  std::vector<autograd::detail::GradientDestination>& into) {
+    for (std::size_t k = 0; k < output_grads.size(); ++k)
+      output_grads[k].detach().copyto(backward->head_grads[k]);
+    backward->graph.replay();
+    std::vector<NDArray> gradients;
+    gradients.reserve(backward->input_gradients.size() + backward->outside_gradients.size());
+    const auto leave = [&](const NDArray& gradient) {
+      const std::size_t input = gradients.size();
+      if (gradient.defined() && input < into.size() && into[input].buffer.defined()) {
+        NDArray& buffer = into[input].buffer;
+        if (into[input].add) {
+          buffer += gradient;
+        } else {
+          buffer.assign(gradient);
+        }
+        into[input].written = true;
+        gradients.emplace_back();
+        return;
+      }
+      gradients.push_back(gradient.defined() ? gradient.copy() : NDArray());
+    };
+    for (const NDArray& gradient : backward->input_gradients) leave(gradient);
+    for (const NDArray& gradient : backward->outside_gradients) leave(gradient);
+    return gradients;
+  };
+  autograd::detail::record_node_on_edges(name, std::move(edges), node_outputs, std::move(saved),
+                                         [rule](const std::vector<NDArray>& output_grads) {
+                                           std::vector<autograd::detail::GradientDestination> none;
+                                           return rule(output_grads, none);
+                                         });
+  NDArrayAccess::grad_node(*node_outputs.front())->backward_into = rule;
 }
 
 bool backward_pending(const HybridBackward& backward) {

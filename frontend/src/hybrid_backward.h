@@ -12,7 +12,8 @@
 // inputs and those outside arrays. Its gradient rule copies the output gradients into the
 // static head gradients, replays the backward graph and returns copies of the static
 // gradients, so the outer backward delivers them (GradReq::add, gradient-ready hooks) as for
-// any op.
+// any op; a gradient the outer backward lets it write directly (autograd/backward.cc, "direct
+// writes": a leaf read by this node alone) is copied or added straight into the leaf's buffer.
 //
 // Invariant: the static intermediates hold the values of the latest forward replay. The node
 // of a call reads them, so while it can still run its gradient (backward_pending), the next
