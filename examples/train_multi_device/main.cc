@@ -3,12 +3,14 @@
 // gradient exchange was hidden behind compute.
 //
 //   build/examples/train_multi_device/train_multi_device [--devices N] [--model NAME]
-//       [--epochs N] [--batch-size N] [--lr X] [--cuda] [--timeline PATH.svg] [--data DIR]
-//       [--quick]
+//       [--epochs N] [--batch-size N] [--lr X] [--cuda] [--timeline PATH.svg]
+//       [--trace PATH.json] [--data DIR] [--quick]
 //
 // Sim devices by default (TANDEM_SIM_DEVICES=4 for four; TANDEM_SIM_GFLOPS sets how slow their
 // modelled compute is, TANDEM_MAX_OPS_IN_FLIGHT how far the host runs ahead: the timing
 // settings are in docs/benchmarks.md, "multi_device"); --cuda trains on cuda(0..N-1).
+// --timeline and --trace profile one more step after the epochs and draw it (SVG) or write its
+// ops as a Chrome/Perfetto trace (tandem-trace reads it back).
 // With fewer devices than asked it prints why and exits 0. The loop is in
 // data_parallel_training.h; docs/user-guide.md ("Several devices: data parallel") walks
 // through it.
@@ -30,6 +32,7 @@ struct Flags {
   int epochs = 10;
   bool cuda = false;
   std::string timeline;
+  std::string trace;
   std::string data_dir = TANDEM_DIGITS_DIR;
 };
 
@@ -37,7 +40,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: train_multi_device [--devices N] [--model %s]\n"
                "                          [--epochs N] [--batch-size N] [--lr X] [--cuda]\n"
-               "                          [--timeline PATH.svg] [--data DIR] [--quick]\n",
+               "                          [--timeline PATH.svg] [--trace PATH.json] [--data DIR]\n"
+               "                          [--quick]\n",
                tandem::examples::model_names().c_str());
   return 2;
 }
@@ -66,6 +70,8 @@ int main(int argc, char** argv) {
       flags.cuda = true;
     } else if (flag == "--timeline" && has_value) {
       flags.timeline = argv[++i];
+    } else if (flag == "--trace" && has_value) {
+      flags.trace = argv[++i];
     } else if (flag == "--data" && has_value) {
       flags.data_dir = argv[++i];
     } else {
@@ -107,10 +113,16 @@ int main(int argc, char** argv) {
         std::printf("  - (one device: no exchange)\n");
       }
     }
-    if (!flags.timeline.empty()) {
+    if (!flags.timeline.empty() || !flags.trace.empty()) {
       training.run_epoch(/*profile=*/true, /*max_batches=*/1);
-      std::ofstream(flags.timeline) << tandem::profiler::timeline_svg(tandem::profiler::events());
-      std::printf("timeline of one step written to %s\n", flags.timeline.c_str());
+      if (!flags.timeline.empty()) {
+        std::ofstream(flags.timeline) << tandem::profiler::timeline_svg(tandem::profiler::events());
+        std::printf("timeline of one step written to %s\n", flags.timeline.c_str());
+      }
+      if (!flags.trace.empty()) {
+        tandem::profiler::dump(flags.trace);
+        std::printf("trace of one step written to %s\n", flags.trace.c_str());
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_multi_device: %s\n", e.what());

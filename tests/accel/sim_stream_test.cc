@@ -277,3 +277,61 @@ TEST_CASE("a host item skipped after an upstream failure is destroyed, releasing
   }
   CHECK_NOTHROW(second.synchronize());
 }
+
+TEST_CASE("a wait passes the producer's device time on: the waiting stream is stamped with it") {
+  use_sim_test_config();
+  Stream& producer = accelerator(sim(0)).stream(Queue::compute, 0);
+  Stream& consumer = accelerator(sim(1)).stream(Queue::copy_h2d);
+  producer.enqueue_host([] {}, cost_ms(50));
+  EventRef produced = producer.record(true);
+  // The consumer is idle and its items are queued long before the producer's work ends: the
+  // device reaches them when the event is reached, not when the consumer's thread wakes up.
+  consumer.wait(produced);
+  EventRef resumed = consumer.record(true);
+  consumer.enqueue_host([] {}, {.flops = 0, .bytes = 2 * kFlopsPerMs});  // 2 ms at 1 GB/s
+  EventRef finished = consumer.record(true);
+  finished->synchronize();
+  CHECK(resumed->time_ns() == produced->time_ns());
+  // Latency (10 us) + 2 ms, to the nanosecond: the body is empty.
+  CHECK(finished->time_ns() - resumed->time_ns() == 2'010'000);
+}
+
+TEST_CASE("device time does not stretch when the host starves the stream threads") {
+  // More busy threads than cores: a sim stream thread is descheduled for whole time slices. The
+  // device it models is not, so the timing events between items must still show each item's
+  // modelled duration (30 us here), not when the thread got a core back.
+  use_sim_test_config();
+  Stream& stream = accelerator(sim(1)).stream(Queue::copy_d2h);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  const unsigned hog_count = std::max(4u, 3 * std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < hog_count; ++i) {
+    hogs.emplace_back([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  constexpr int kItems = 200;
+  constexpr std::int64_t kItemNs = 30'000;  // 10 us latency + 20 KB at 1 GB/s
+  std::vector<EventRef> marks{stream.record(true)};
+  for (int i = 0; i < kItems; ++i) {
+    stream.enqueue_host([] {}, {.flops = 0, .bytes = 20'000});
+    marks.push_back(stream.record(true));
+  }
+  marks.back()->synchronize();
+  stop = true;
+  for (std::thread& hog : hogs) hog.join();
+  int exact = 0;
+  std::int64_t shortest = kItemNs, longest = 0;
+  for (std::size_t i = 1; i < marks.size(); ++i) {
+    const std::int64_t took = marks[i]->time_ns() - marks[i - 1]->time_ns();
+    shortest = std::min(shortest, took);
+    longest = std::max(longest, took);
+    // An empty body takes well under a microsecond, unless preempted in those few instructions.
+    if (took - kItemNs < 2'000) ++exact;
+  }
+  MESSAGE(hog_count << " busy threads: " << exact << " of " << kItems << " items took 30 us "
+                    << "(longest " << longest / 1000 << " us)");
+  CHECK(shortest >= kItemNs);
+  CHECK(exact >= kItems * 95 / 100);
+}

@@ -78,45 +78,49 @@ void SimStream::count_modelled(std::chrono::nanoseconds duration) noexcept {
   launches_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-void SimStream::run_graph(const SimGraphItems& graph) {
+SimStream::TimePoint SimStream::run_graph(TimePoint begin, const SimGraphItems& graph) {
   // The modelled duration: one latency, then each item's work.
   std::chrono::nanoseconds modelled = model_.latency;
   for (const SimGraphItem& item : graph) modelled += model_.duration(item.cost) - model_.latency;
   count_modelled(modelled);
-  if (segment_error_) return;  // behind a failure: the whole launch is skipped
+  if (segment_error_) return begin;  // behind a failure: the whole launch is skipped
+  // Runs one item's body; returns how long it really took.
   const auto run_item = [&](const SimGraphItem& item) {
-    if (segment_error_) return;
-    try {
-      if (item.work) {
-        item.work();
-      } else {
-        const auto bytes = static_cast<std::size_t>(item.cost.bytes);
-        if (bytes > 0) std::memmove(item.dst, item.src, bytes);
+    const auto start = std::chrono::steady_clock::now();
+    if (!segment_error_) {
+      try {
+        if (item.work) {
+          item.work();
+        } else {
+          const auto bytes = static_cast<std::size_t>(item.cost.bytes);
+          if (bytes > 0) std::memmove(item.dst, item.src, bytes);
+        }
+      } catch (...) {
+        fail(std::current_exception());
       }
-    } catch (...) {
-      fail(std::current_exception());
     }
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                start);
   };
+  // Device time: after the one latency, each item in turn (see sim_stream.h).
+  TimePoint at = begin + model_.latency;
+  wait_until_precisely(at);
   SimSharedRate* const shared = model_.shared_rate.get();
-  if (shared != nullptr) {
-    // The device's compute is shared with its other compute streams: after the one latency,
-    // each item takes its share as a kernel enqueued on its own would (sim_shared_rate.h).
-    wait_until_precisely(std::chrono::steady_clock::now() + model_.latency);
-    for (const SimGraphItem& item : graph) {
-      const auto ticket = shared->start(std::chrono::steady_clock::now(), model_.work(item.cost));
-      run_item(item);
-      wait_for_share(*shared, ticket, std::chrono::nanoseconds(0));
-    }
-    return;
-  }
-  auto deadline = std::chrono::steady_clock::now() + model_.latency;
   for (const SimGraphItem& item : graph) {
-    run_item(item);
-    // An item whose body outlasts its modelled work holds the stream for as long as it took.
-    deadline = std::max(deadline + (model_.duration(item.cost) - model_.latency),
-                        std::chrono::steady_clock::now());
+    const std::chrono::nanoseconds work = model_.work(item.cost);
+    if (shared != nullptr) {
+      // The device's compute is shared with its other compute streams: each item takes its
+      // share as a kernel enqueued on its own would (sim_shared_rate.h).
+      const auto ticket = shared->start(at, work);
+      const auto ran = run_item(item);
+      at = std::max(wait_for_share(*shared, ticket, std::chrono::nanoseconds(0)), at + ran);
+    } else {
+      // An item whose body outlasts its modelled work holds the stream for as long as it took.
+      at += std::max(work, run_item(item));
+    }
   }
-  wait_until_precisely(deadline);
+  wait_until_precisely(at);
+  return at;
 }
 
 }  // namespace tandem::detail

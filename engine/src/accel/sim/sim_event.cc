@@ -21,9 +21,9 @@ void SimEvent::synchronize() {
   if (error_) std::rethrow_exception(error_);
 }
 
-void SimEvent::complete(std::exception_ptr error, std::int64_t now_ns) {
+void SimEvent::complete(std::exception_ptr error, std::int64_t at_ns) {
   error_ = std::move(error);
-  time_ns_ = now_ns;
+  time_ns_ = at_ns;
   done_.store(1, std::memory_order_release);
   done_.notify_all();
 }

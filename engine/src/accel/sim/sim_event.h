@@ -25,13 +25,17 @@ class SimEvent final : public DeviceEvent {
   void synchronize() override;
   std::exception_ptr error() override { return query() ? error_ : nullptr; }
   std::int64_t time_ns() override { return timing_ && query() ? time_ns_ : -1; }
+  // The device time the event was reached at (steady clock, ns), timing or not; -1 until then.
+  std::int64_t reached_ns() const {
+    return done_.load(std::memory_order_acquire) != 0 ? time_ns_ : -1;
+  }
   Device device() const override { return device_; }
 
   // Blocks until the event is complete; never throws.
   void wait() const;
-  // The stream reached the event at `now_ns` (steady clock); `error` is the failure of the work
-  // it closes, if any.
-  void complete(std::exception_ptr error, std::int64_t now_ns);
+  // The stream reached the event at device time `at_ns` (steady clock; the stream's modelled
+  // clock, never later than the call); `error` is the failure of the work it closes, if any.
+  void complete(std::exception_ptr error, std::int64_t at_ns);
 
  private:
   const Device device_;

@@ -78,6 +78,7 @@ void SimStream::push(Item item) {
       return;
     }
     not_full_.wait(lock, [this] { return items_.size() < kCapacity; });
+    item.enqueued = std::chrono::steady_clock::now();
     items_.push_back(std::move(item));
     queued_.fetch_add(1, std::memory_order_release);
   }
@@ -175,61 +176,71 @@ void SimStream::fail(std::exception_ptr error) {
 }
 
 template <class Body>
-void SimStream::hold(const WorkCost& cost, Body&& body) {
+SimStream::TimePoint SimStream::hold(TimePoint begin, const WorkCost& cost, Body&& body) {
   count_modelled(model_.duration(cost));
-  if (segment_error_) return;  // downstream of a failure: skipped, like a poisoned op
-  const auto start = std::chrono::steady_clock::now();
+  if (segment_error_) return begin;  // downstream of a failure: skipped, like a poisoned op
   SimSharedRate* const shared = model_.shared_rate.get();
-  // The share starts with the body, so a body that really takes longer is not charged twice.
-  const SimSharedRate::Ticket ticket = shared ? shared->start(start, model_.work(cost)) : 0;
+  // The share starts at the item's device time, with the body, so a body that really takes
+  // longer is not charged twice.
+  const SimSharedRate::Ticket ticket = shared ? shared->start(begin, model_.work(cost)) : 0;
+  const auto body_start = std::chrono::steady_clock::now();
   try {
     body();
   } catch (...) {
     fail(std::current_exception());
   }
+  const TimePoint body_end = begin + (std::chrono::steady_clock::now() - body_start);
   if (!shared) {
-    wait_until_precisely(start + model_.duration(cost));
-    return;
+    const TimePoint end = std::max(begin + model_.duration(cost), body_end);
+    wait_until_precisely(end);
+    return end;
   }
-  wait_for_share(*shared, ticket, model_.latency);
+  return std::max(wait_for_share(*shared, ticket, model_.latency), body_end);
 }
 
-void SimStream::wait_for_share(SimSharedRate& shared, std::uint64_t ticket,
-                               std::chrono::nanoseconds after) {
+SimStream::TimePoint SimStream::wait_for_share(SimSharedRate& shared, std::uint64_t ticket,
+                                               std::chrono::nanoseconds after) {
   // A finish time only moves later (other kernels start), so sleep until it and ask again.
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     const auto share_ends = shared.finish_time(ticket, now);
     if (share_ends <= now) {
       wait_until_precisely(share_ends + after);
-      return;
+      return share_ends + after;
     }
     wait_until_precisely(share_ends);
   }
 }
 
 void SimStream::process(Item& item) {
+  // The device reaches the item once it is done with the one before and the item is enqueued;
+  // both are in the past (device_clock_'s invariant), however late this thread got here.
+  const TimePoint begin = std::max(device_clock_, item.enqueued);
   switch (item.kind) {
     case Kind::host:
-      hold(item.cost, item.work);
+      device_clock_ = hold(begin, item.cost, item.work);
       item.work = nullptr;  // captures (buffers, pools) go before the next item runs
       break;
     case Kind::copy:
-      hold(item.cost, [&] {
+      device_clock_ = hold(begin, item.cost, [&] {
         const auto bytes = static_cast<std::size_t>(item.cost.bytes);
         if (bytes > 0) std::memmove(item.dst, item.src, bytes);
       });
       break;
-    case Kind::wait:
+    case Kind::wait: {
       item.event->wait();
       if (std::exception_ptr error = item.event->error(); error && item.inherit_error) fail(error);
+      // The event was reached (on its own stream's device clock) no later than now.
+      const TimePoint reached{std::chrono::nanoseconds(item.event->reached_ns())};
+      device_clock_ = std::max(begin, reached);
       break;
+    }
     case Kind::record:
-      item.event->complete(std::exchange(segment_error_, nullptr),
-                           steady_ns(std::chrono::steady_clock::now()));
+      item.event->complete(std::exchange(segment_error_, nullptr), steady_ns(begin));
+      device_clock_ = begin;
       break;
     case Kind::graph:
-      run_graph(*item.graph);
+      device_clock_ = run_graph(begin, *item.graph);
       item.graph.reset();
       break;
   }

@@ -13,6 +13,16 @@
 // item, given back through the yields to the CPU work the streams overlap with; long items sleep
 // for all but their tail.
 //
+// Device time. The stream keeps its own clock, `device_clock_`: when its last item ended on the
+// modelled device. An item begins at the later of that clock, the moment it was enqueued and (for
+// a wait) the device time of the event it waits for, not when the stream thread happens to get a
+// core: on a host with fewer cores than sim streams a thread can be descheduled for milliseconds,
+// and a 10 us copy must not be recorded, nor passed on downstream, as a 2 ms one. An item ends at
+// its begin plus its modelled duration (or its body's real run time, when longer); events are
+// stamped with that device time. The thread still holds each item until the real clock reaches
+// its modelled end, so the host sees work finish when the device would have finished it; a thread
+// that fell behind catches up without sleeping.
+//
 // Invariants:
 // - Only the stream thread runs items, one at a time, in enqueue order.
 // - `segment_error_` (stream thread only) is the first failure since the last record: an item
@@ -23,6 +33,9 @@
 //   caught up (like a full CUDA launch queue). This cannot deadlock: an event is recorded
 //   (enqueued) before any wait on it, so every wait names work that is already queued.
 // - An idle stream thread polls for work for kIdleSpin, then sleeps on `not_empty_` (0% CPU).
+// - `device_clock_` (stream thread only) never runs ahead of the real clock between items, and
+//   only moves forward: an event's device time is never later than the moment it completed, and
+//   never earlier than the device time of the work before it on its stream.
 // - While a device-graph capture is open (`capture_`), host items and copies go into it instead
 //   of the FIFO; a launch of the graph is one item (sim_device_graph.cc).
 #pragma once
@@ -112,13 +125,14 @@ class SimStream final : public Stream {
   enum class Kind : std::uint8_t { host, copy, wait, record, graph };
   struct Item {
     Kind kind = Kind::host;
-    std::function<void()> work;                  // host
-    WorkCost cost;                               // host, copy
-    void* dst = nullptr;                         // copy
-    const void* src = nullptr;                   // copy
-    std::shared_ptr<SimEvent> event;             // wait, record
-    bool inherit_error = true;                   // wait: a failed event fails this segment
-    std::shared_ptr<const SimGraphItems> graph;  // graph
+    std::function<void()> work;                      // host
+    WorkCost cost;                                   // host, copy
+    void* dst = nullptr;                             // copy
+    const void* src = nullptr;                       // copy
+    std::shared_ptr<SimEvent> event;                 // wait, record
+    bool inherit_error = true;                       // wait: a failed event fails this segment
+    std::shared_ptr<const SimGraphItems> graph;      // graph
+    std::chrono::steady_clock::time_point enqueued;  // the earliest it can begin on the device
   };
 
   void push(Item item);
@@ -128,16 +142,20 @@ class SimStream final : public Stream {
   void push_wait(const EventRef& event, bool inherit_error);
   void run();
   void process(Item& item);
-  // Runs `body` unless the segment has failed, then holds until the modelled end: `start +
-  // duration`, or on a shared rate, the end of its share plus the latency.
+  using TimePoint = std::chrono::steady_clock::time_point;
+  // Runs `body` unless the segment has failed, then holds until the modelled end: `begin +
+  // duration`, or on a shared rate, the end of its share plus the latency (or `begin` + the
+  // body's run time, when longer). Returns that end (device time); a skipped item ends at `begin`.
   template <class Body>
-  void hold(const WorkCost& cost, Body&& body);
-  // On a shared rate: sleeps until the share of `ticket` has ended, then `after` more.
-  void wait_for_share(SimSharedRate& shared, std::uint64_t ticket, std::chrono::nanoseconds after);
+  TimePoint hold(TimePoint begin, const WorkCost& cost, Body&& body);
+  // On a shared rate: sleeps until the share of `ticket` has ended, then `after` more; returns
+  // the time it slept until.
+  TimePoint wait_for_share(SimSharedRate& shared, std::uint64_t ticket,
+                           std::chrono::nanoseconds after);
   void fail(std::exception_ptr error);
-  // A graph launch: its items in order, one latency for all, each item taking its share of a
-  // shared rate like a kernel would (sim_device_graph.cc).
-  void run_graph(const SimGraphItems& graph);
+  // A graph launch begun at `begin`: its items in order, one latency for all, each item taking
+  // its share of a shared rate like a kernel would (sim_device_graph.cc). Returns its end.
+  TimePoint run_graph(TimePoint begin, const SimGraphItems& graph);
   void count_modelled(std::chrono::nanoseconds duration) noexcept;
 
   const Device device_;
@@ -161,6 +179,7 @@ class SimStream final : public Stream {
   std::atomic<std::uint64_t> launches_{0};
 
   std::exception_ptr segment_error_;  // stream thread only
+  TimePoint device_clock_{};          // stream thread only: device time the last item ended
   std::thread thread_;
 };
 
