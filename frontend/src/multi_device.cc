@@ -1,10 +1,12 @@
 // split_and_load and allreduce: compositions of slice, copyto and +=, so every copy and add is
-// an ordinary op whose ordering the engine already guarantees.
+// an ordinary op whose ordering the engine already guarantees (or, on gpu devices with NCCL,
+// one op that sums through it: nccl_allreduce.h).
 #include "tandem/nd/multi_device.h"
 
 #include <string>
 
 #include "checks.h"
+#include "nccl_allreduce.h"
 #include "ring_allreduce.h"
 #include "tandem/errors.h"
 #include "tandem/ops/dtype.h"
@@ -81,8 +83,18 @@ void allreduce(const std::vector<NDArray>& arrays, AllreduceAlgorithm algorithm)
       detail::check_ring("allreduce", arrays);
       detail::ring_allreduce(arrays);
       return;
+    case AllreduceAlgorithm::nccl:
+      if (const std::string why = detail::nccl_unusable(arrays); !why.empty()) {
+        throw Error("tandem: allreduce: AllreduceAlgorithm::nccl cannot be used: " + why);
+      }
+      detail::nccl_allreduce(arrays);
+      return;
     case AllreduceAlgorithm::automatic:
       break;
+  }
+  if (total.device().kind == DeviceKind::cuda && detail::nccl_unusable(arrays).empty()) {
+    detail::nccl_allreduce(arrays);
+    return;
   }
   const std::size_t bytes = static_cast<std::size_t>(total.size()) * ops::dtype_size(total.dtype());
   if (arrays.size() >= 3 && bytes >= kRingMinimumBytes && detail::ring_fits(arrays)) {

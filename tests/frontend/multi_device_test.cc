@@ -139,6 +139,16 @@ TEST_SUITE("frontend.multi_device") {
     CHECK(shapes.find("3x2") != std::string::npos);
     CHECK_THROWS_AS(nd::allreduce({nd::zeros({2}, sim(0)), nd::zeros({2}, DType::int32, sim(1))}),
                     Error);
+    // NCCL forced on arrays it cannot sum: refused at the call, saying why.
+    const std::string nccl = message_of([] {
+      nd::allreduce({nd::zeros({2}, sim(0)), nd::zeros({2}, sim(1))}, nd::AllreduceAlgorithm::nccl);
+    });
+    CHECK(nccl.find("AllreduceAlgorithm::nccl cannot be used") != std::string::npos);
+#ifdef TANDEM_HAVE_NCCL
+    CHECK(nccl.find("gpu(i) arrays only, and one is on sim(0)") != std::string::npos);
+#else
+    CHECK(nccl.find("no NCCL") != std::string::npos);
+#endif
     nd::waitall();
   }
 }

@@ -7,6 +7,7 @@
 #include "../access.h"
 #include "../kernels.h"
 #include "../lazy_view.h"
+#include "../nccl_allreduce.h"
 #include "../transfer.h"
 #include "tandem/errors.h"
 #include "tandem/nd/multi_device.h"
@@ -155,6 +156,11 @@ void BucketSum::send() {
                   " gradient(s) was sent before every device had packed it");
     }
   }
+  if (nd::detail::nccl_unusable(flats_).empty()) {
+    nd::detail::nccl_allreduce(flats_);
+    summed_by_nccl_ = true;
+    return;
+  }
   const std::size_t count = devices.size();
   // Queued once the bucket is complete rather than at each pack: a device's copy stream runs its
   // copies in queue order, and a copy queued at the first device's pack of its last bucket would
@@ -171,6 +177,15 @@ void BucketSum::send() {
 void BucketSum::sum(const std::vector<nd::NDArray>& after) {
   const std::vector<Device>& devices = members_.front()->devices();
   const std::size_t count = devices.size();
+  if (summed_by_nccl_) {
+    // A bucket of one member: its pack is its gradient, summed in place already.
+    if (members_.size() > 1) {
+      for (std::size_t here = 0; here < count; ++here) push_unpack(here);
+    }
+    flats_.assign(count, nd::NDArray());
+    summed_by_nccl_ = false;
+    return;
+  }
   for (std::size_t to = 0; to < count; ++to) {
     for (std::size_t from = 0; from < count; ++from) {
       if (from != to && !received_[to][from].defined()) {
@@ -182,6 +197,21 @@ void BucketSum::sum(const std::vector<nd::NDArray>& after) {
   for (std::size_t here = 0; here < count; ++here) push_device_sum(here, after.at(here));
   flats_.assign(count, nd::NDArray());
   received_.assign(count, std::vector<nd::NDArray>(count));
+}
+
+void BucketSum::push_unpack(std::size_t here) {
+  const Device device = members_.front()->devices().at(here);
+  const std::vector<nd::NDArray> gradients = gradients_on(members_, device);
+  const nd::NDArray& flat = flats_.at(here);
+  SlabCopies copies;
+  std::vector<Var> writes;
+  const std::vector<nd::NDArray> parts = slabs(flat, gradients);
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    copies.emplace_back(nd::detail::lazy_view(parts[i]), nd::detail::lazy_view(gradients[i]));
+    writes.push_back(gradients[i].var());
+  }
+  push_slab_copies(flat.engine(), device, std::move(copies), {flat.var()}, writes,
+                   "allreduce_bucket_unpack");
 }
 
 void BucketSum::push_device_sum(std::size_t here, const nd::NDArray& after) {

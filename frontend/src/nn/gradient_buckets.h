@@ -37,8 +37,15 @@
 // instead of 2(N-1) in all; buckets are small (bucket_bytes), so their copies are latency-bound,
 // and each device receives its N-1 copies on its own copy stream.
 //
-// Every element is summed in the same order as its own gather allreduce would, which is what
-// AllreduceAlgorithm::automatic picks for every member (the plan leaves out the gradients
+// On gpu devices with NCCL usable (tandem/ops/collectives.h), send() instead sums the packs in
+// place with one NCCL allreduce (one op on the first device's comm queue, queued once every
+// device has packed, so it too runs during the backward of the earlier layers) and sum() copies
+// each pack's slabs back into its members' gradients (nothing for a bucket of one member, whose
+// pack is its gradient). The sum then follows NCCL's order: the same bits on every device, but
+// not necessarily those of the gather below.
+//
+// Otherwise every element is summed in the same order as its own gather allreduce would, which is
+// what AllreduceAlgorithm::automatic picks for every member (the plan leaves out the gradients
 // automatic would send around the ring), and float addition is commutative, so every device
 // holds the same bits as after nd::allreduce.
 #pragma once
@@ -80,20 +87,25 @@ class BucketSum {
   // Queues the pack of the members' gradients on copy `copy` (an index into the members'
   // devices): call once that copy of every member is final in the queues.
   void pack(std::size_t copy);
-  // Queues the copies of every pack to every other device: call once every copy is packed.
+  // Queues the copies of every pack to every other device (or, with NCCL, the sum of the packs
+  // in place): call once every copy is packed.
   void send();
-  // Queues, on every device, one op that adds the flats into the gradients: call after send(),
-  // with autograd paused. after[d], when defined, is the last gradient this step's backward
-  // wrote on device d: the op reads it, only to be queued behind that backward.
+  // Queues, on every device, one op that adds the flats into the gradients (with NCCL: that
+  // copies the summed pack back into them): call after send(), with autograd paused. after[d],
+  // when defined, is the last gradient this step's backward wrote on device d: the op reads
+  // it, only to be queued behind that backward.
   void sum(const std::vector<nd::NDArray>& after);
   const std::vector<Device>& devices() const { return members_.front()->devices(); }
 
  private:
   void push_device_sum(std::size_t here, const nd::NDArray& after);
+  // With NCCL: copies the summed pack of device `here` into its members' gradients.
+  void push_unpack(std::size_t here);
 
   std::vector<Parameter*> members_;
   std::vector<nd::NDArray> flats_;                  // per copy, once packed
   std::vector<std::vector<nd::NDArray>> received_;  // [to][from]: flats_[from] copied to `to`
+  bool summed_by_nccl_ = false;                     // send() summed flats_ in place with NCCL
 };
 
 }  // namespace tandem::nn::detail

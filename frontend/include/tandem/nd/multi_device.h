@@ -33,9 +33,11 @@ inline constexpr std::size_t kRingMinimumBytes = 256 * 1024;
 
 // How allreduce moves the data.
 enum class AllreduceAlgorithm {
-  // ring for 3 or more contiguous arrays of at least kRingMinimumBytes each, on distinct
-  // devices with a copy path from each to the next; gather otherwise (so 2 devices always
-  // gather). Below that size a copy's fixed cost (launch, copy setup: 5 us on the default sim
+  // nccl when every array is contiguous and on a gpu device of its own and NCCL is usable
+  // (tandem/ops/collectives.h: a build with nccl.h, libnccl.so.2 loadable); otherwise ring for
+  // 3 or more contiguous arrays of at least kRingMinimumBytes each, on distinct devices with a
+  // copy path from each to the next; gather otherwise (so 2 devices always gather without
+  // NCCL). Below that size a copy's fixed cost (launch, copy setup: 5 us on the default sim
   // model) outweighs the bandwidth the ring saves, and the ring pushes 3 D (D - 1) ops where the
   // gather pushes 3 (D - 1).
   automatic,
@@ -52,6 +54,12 @@ enum class AllreduceAlgorithm {
   // chunk 0 only, so ring and gather may differ in the last bits (never between devices:
   // every device receives copies of the same finished chunks).
   ring,
+  // One op on arrays[0]'s comm queue that sums in place with NCCL's ncclAllReduce on every
+  // device at once (gpu(i) arrays only; NCCL picks its own ring or tree, so the result may
+  // differ from gather's in the last bits, never between devices). Throws tandem::Error saying
+  // why when NCCL cannot be used (not gpu arrays, a device twice, a strided view, no NCCL in
+  // the build or on the machine).
+  nccl,
 };
 
 // Sums `arrays` (one per device, of one shape and dtype) and writes the sum into every one of
