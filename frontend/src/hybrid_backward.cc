@@ -33,11 +33,28 @@ struct HybridBackward {
   std::vector<NDArray> saved;
   // Alive while the node of a call can still run its gradient.
   std::weak_ptr<void> pending;
-  // Destroyed first (declared last): it refers to the vars of the arrays above.
+  // The direct variant of the backward graph (captured when some outside leaf had a gradient
+  // buffer at the recording): the same walk with those buffers given as destinations, so that
+  // the parameters' gradients are formed in their buffers (overwritten, or accumulated into
+  // under GradReq::add) instead of in static arrays that a call then copies out. Per outside
+  // leaf: the buffer it writes (undefined: none, the gradient is in direct_gradients).
+  std::vector<autograd::detail::GradientDestination> direct_destinations;
+  std::vector<NDArray> direct_input_gradients;
+  std::vector<NDArray> direct_outside_gradients;
+  // Destroyed first (declared last): they refer to the vars of the arrays above.
   CapturedGraph graph;
+  CapturedGraph direct_graph;
+  bool has_direct = false;
 };
 
 namespace {
+
+// Whether `a` and `b` are the same array: one var, the same elements (a gradient buffer is
+// given as the leaf's own array, never a view of it).
+bool same_array(const NDArray& a, const NDArray& b) {
+  return a.defined() && b.defined() && a.var() == b.var() && a.shape() == b.shape() &&
+         a.dtype() == b.dtype() && NDArrayAccess::offset(a) == NDArrayAccess::offset(b);
+}
 
 struct EdgeHash {
   std::size_t operator()(const std::pair<const Node*, std::uint32_t>& key) const noexcept {
@@ -118,11 +135,43 @@ std::shared_ptr<HybridBackward> capture_backward(
       gradients = autograd::detail::grad_of_edges(heads, targets, backward->head_grads, true);
     });
   }
-  backward->input_gradients.resize(static_inputs.size());
-  for (std::size_t t = 0; t < input_of_target.size(); ++t)
-    backward->input_gradients[input_of_target[t]] = gradients[t];
-  backward->outside_gradients.assign(
-      gradients.begin() + static_cast<std::ptrdiff_t>(input_of_target.size()), gradients.end());
+  const auto split = [&](const std::vector<NDArray>& all, std::vector<NDArray>& inputs,
+                         std::vector<NDArray>& outside) {
+    inputs.assign(static_inputs.size(), NDArray());
+    for (std::size_t t = 0; t < input_of_target.size(); ++t) inputs[input_of_target[t]] = all[t];
+    outside.assign(all.begin() + static_cast<std::ptrdiff_t>(input_of_target.size()), all.end());
+  };
+  split(gradients, backward->input_gradients, backward->outside_gradients);
+
+  // The direct variant: the outside leaves' current gradient buffers as destinations.
+  std::vector<autograd::detail::GradientDestination> destinations(targets.size());
+  bool any_buffer = false;
+  for (std::size_t k = 0; k < backward->outside_leaves.size(); ++k) {
+    const Node& leaf = *backward->outside_leaves[k].node;
+    if (leaf.request == autograd::GradReq::null || !leaf.grad.defined()) continue;
+    destinations[input_of_target.size() + k] = {leaf.grad, leaf.request == autograd::GradReq::add,
+                                                false};
+    any_buffer = true;
+  }
+  if (any_buffer) {
+    std::vector<NDArray> direct;
+    {
+      CaptureWindow window;
+      backward->direct_graph = capture(engine, [&] {
+        direct = autograd::detail::grad_of_edges(heads, targets, backward->head_grads, true,
+                                                 &destinations);
+      });
+    }
+    backward->direct_destinations.assign(
+        destinations.begin() + static_cast<std::ptrdiff_t>(input_of_target.size()),
+        destinations.end());
+    backward->has_direct = false;
+    for (autograd::detail::GradientDestination& destination : backward->direct_destinations) {
+      if (!destination.written) destination.buffer = NDArray();
+      backward->has_direct = backward->has_direct || destination.written;
+    }
+    split(direct, backward->direct_input_gradients, backward->direct_outside_gradients);
+  }
   return backward;
 }
 
@@ -165,9 +214,32 @@ void record_replayed_call(const std::shared_ptr<HybridBackward>& backward, const
                                   std::vector<autograd::detail::GradientDestination>& into) {
     for (std::size_t k = 0; k < output_grads.size(); ++k)
       output_grads[k].detach().copyto(backward->head_grads[k]);
-    backward->graph.replay();
+    const std::size_t first_outside = backward->input_gradients.size();
+    // The direct variant when the outer backward offers every buffer it writes, as it was at the
+    // recording (the same array, the same request): it writes them itself.
+    bool direct = backward->has_direct;
+    for (std::size_t k = 0; direct && k < backward->direct_destinations.size(); ++k) {
+      const autograd::detail::GradientDestination& captured = backward->direct_destinations[k];
+      if (!captured.buffer.defined()) continue;
+      const std::size_t input = first_outside + k;
+      direct = input < into.size() && same_array(into[input].buffer, captured.buffer) &&
+               into[input].add == captured.add;
+    }
+    if (direct) {
+      backward->direct_graph.replay();
+      for (std::size_t k = 0; k < backward->direct_destinations.size(); ++k) {
+        if (backward->direct_destinations[k].buffer.defined())
+          into[first_outside + k].written = true;
+      }
+    } else {
+      backward->graph.replay();
+    }
+    const std::vector<NDArray>& input_gradients =
+        direct ? backward->direct_input_gradients : backward->input_gradients;
+    const std::vector<NDArray>& outside_gradients =
+        direct ? backward->direct_outside_gradients : backward->outside_gradients;
     std::vector<NDArray> gradients;
-    gradients.reserve(backward->input_gradients.size() + backward->outside_gradients.size());
+    gradients.reserve(input_gradients.size() + outside_gradients.size());
     const auto leave = [&](const NDArray& gradient) {
       const std::size_t input = gradients.size();
       if (gradient.defined() && input < into.size() && into[input].buffer.defined()) {
@@ -183,8 +255,8 @@ void record_replayed_call(const std::shared_ptr<HybridBackward>& backward, const
       }
       gradients.push_back(gradient.defined() ? gradient.copy() : NDArray());
     };
-    for (const NDArray& gradient : backward->input_gradients) leave(gradient);
-    for (const NDArray& gradient : backward->outside_gradients) leave(gradient);
+    for (const NDArray& gradient : input_gradients) leave(gradient);
+    for (const NDArray& gradient : outside_gradients) leave(gradient);
     return gradients;
   };
   autograd::detail::record_node_on_edges(name, std::move(edges), node_outputs, std::move(saved),

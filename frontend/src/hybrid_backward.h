@@ -6,7 +6,7 @@
 // captures, on the same thread, autograd::grad of the static outputs with respect to the static
 // inputs and to the outside arrays the tape reaches (a block's parameters, attached arrays the
 // function reads), seeded with static head-gradient arrays: the backward graph. No leaf's
-// gradient buffer is written by it.
+// gradient buffer is written by it (by the direct variant below, only those offered).
 //
 // A replayed call records one autograd node (record_replayed_call) whose inputs are the call's
 // inputs and those outside arrays. Its gradient rule copies the output gradients into the
@@ -14,6 +14,14 @@
 // gradients, so the outer backward delivers them (GradReq::add, gradient-ready hooks) as for
 // any op; a gradient the outer backward lets it write directly (autograd/backward.cc, "direct
 // writes": a leaf read by this node alone) is copied or added straight into the leaf's buffer.
+//
+// The direct variant: capture_backward also captures the same walk with the outside leaves'
+// gradient buffers (as they are at the recording) given as destinations, so that a rule that
+// can write a buffer (dot: a weight's gradient) forms the gradient in it, overwriting or
+// accumulating per the leaf's request, as the eager backward does. A call whose outer backward
+// offers exactly those buffers, with the same requests, replays that variant and copies
+// nothing for them; any other call replays the general graph above. (A parameter that replaced
+// its handles, by set_grad_req or cast, makes its block record again: nn/block.cc.)
 //
 // Invariant: the static intermediates hold the values of the latest forward replay. The node
 // of a call reads them, so while it can still run its gradient (backward_pending), the next

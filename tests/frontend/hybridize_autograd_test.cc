@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "frontend_test_util.h"
+#include "tandem/profiler.h"
 
 namespace tandem::testing {
 
@@ -153,6 +154,72 @@ TEST_SUITE("frontend.hybridize_autograd") {
       CHECK(hybrid->hybrid_cache()->last_call_replayed());
     }
     check_same_parameters(*eager, *hybrid);
+  }
+
+  TEST_CASE("a replayed call forms the weights' gradients in their buffers: none is copied") {
+    // The captured backward writes each weight's gradient into the weight's buffer (a gemm), as
+    // the eager backward does; the biases' gradients (sums: no rule that writes a buffer) are
+    // copied in, one assign each, in both. Before, the replayed call copied every parameter's
+    // gradient out of a static array: three assigns more than eager.
+    auto eager = make_mlp(cpu(), false);
+    auto hybrid = make_mlp(cpu(), false);
+    copy_parameters(*eager, *hybrid);
+    hybrid->hybridize();
+    for (int step = 0; step < 3; ++step) {
+      const NDArray x = nd::random::uniform({5, 8});
+      NDArray eager_loss, hybrid_loss;
+      {
+        auto recording = ag::record();
+        eager_loss = nd::sum(nd::square((*eager)(x)));
+        hybrid_loss = nd::sum(nd::square((*hybrid)(x)));
+      }
+      const auto copies_of = [](const NDArray& loss) {
+        nd::waitall();
+        profiler::start();
+        loss.backward();
+        nd::waitall();
+        profiler::stop();
+        std::size_t copies = 0;
+        for (const profiler::OpEvent& event : profiler::events()) copies += event.name == "assign";
+        return copies;
+      };
+      const std::size_t eager_copies = copies_of(eager_loss);
+      const std::size_t hybrid_copies = copies_of(hybrid_loss);
+      CHECK(hybrid->hybrid_cache()->last_call_replayed());
+      CHECK(hybrid_copies == eager_copies);
+      check_same_parameters(*eager, *hybrid);
+    }
+  }
+
+  TEST_CASE(
+      "set_grad_req after hybridize: the block records again, gradients go to the new handles") {
+    // set_grad_req gives the parameters new handles (new autograd leaves); a recording naming
+    // the old leaves would deliver the gradients there and leave the new handles' at zero.
+    auto eager = make_mlp(cpu(), false);
+    auto hybrid = make_mlp(cpu(), false);
+    copy_parameters(*eager, *hybrid);
+    hybrid->hybridize();
+    const auto step = [&] {
+      const NDArray x = nd::random::uniform({5, 8});
+      for (nn::Sequential* net : {eager.get(), hybrid.get()}) {
+        NDArray loss;
+        {
+          auto recording = ag::record();
+          loss = nd::sum(nd::square((*net)(x)));
+        }
+        loss.backward();
+      }
+    };
+    step();
+    step();
+    CHECK(hybrid->hybrid_cache()->last_call_replayed());
+    check_same_parameters(*eager, *hybrid);
+    eager->collect_params().set_grad_req(ag::GradReq::add);
+    hybrid->collect_params().set_grad_req(ag::GradReq::add);
+    step();
+    step();
+    CHECK(hybrid->hybrid_cache()->last_call_replayed());
+    check_same_parameters(*eager, *hybrid);  // two accumulated steps, the same bits
   }
 
   TEST_CASE("gradient-ready hooks are called once per backward through a replayed call") {

@@ -13,7 +13,9 @@
 // GradReq::add, accumulating into it (a gemm with beta = 1). This also works through view nodes
 // read by that edge alone (a Dense layer's w.T()). It saves a weight gradient's copy into the
 // buffer, or its add, per backward: in a pipeline's micro-batches one add of every weight per
-// micro-batch. grad() never writes buffers, so it never does this.
+// micro-batch. grad() never writes leaves' buffers; given destinations for its targets
+// (grad_of_edges, what a hybridized call's captured backward uses to form its parameters'
+// gradients in their buffers) it writes those the same way.
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -111,7 +113,8 @@ void deliver_to_leaf(Node& leaf, const NDArray& gradient) {
 // arrives), and only the nodes from which a target can be reached are walked.
 std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& heads,
                                    const std::vector<NDArray>& head_grads, bool retain_graph,
-                                   const std::vector<detail::Edge>* targets) {
+                                   const std::vector<detail::Edge>* targets,
+                                   std::vector<detail::GradientDestination>* target_destinations) {
   if (heads.empty()) throw Error(std::string("tandem: ") + op + ": no heads given");
   if (!head_grads.empty() && head_grads.size() != heads.size()) {
     throw Error(std::string("tandem: ") + op + ": " + std::to_string(heads.size()) + " heads but " +
@@ -203,10 +206,13 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
 
   // Where the node being walked may write the gradient it sends along `edge` (see the top of
   // the file), with the leaf it ends in and the view nodes passed on the way (from the edge).
+  // backward(): the leaf's own buffer; grad() with destinations: the destination of the
+  // target that is the leaf (`target`).
   struct DirectWrite {
     detail::GradientDestination destination;
     Node* leaf = nullptr;
     std::vector<Node*> views;
+    std::size_t target = 0;
   };
   const auto find_direct_write = [&](const detail::Edge& edge) {
     DirectWrite write;
@@ -219,15 +225,29 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
       write.views.push_back(at);
       at = at->inputs[0].node.get();
     }
-    if (at == nullptr || at->request == GradReq::null || !at->grad.defined() ||
-        unwalked_leaf_edges[at] != 1 || gradients.contains(at)) {
+    if (at == nullptr || unwalked_leaf_edges[at] != 1 || gradients.contains(at)) {
       return DirectWrite{};
     }
+    NDArray buffer;
+    bool add = false;
+    if (targets == nullptr) {
+      if (at->request == GradReq::null || !at->grad.defined()) return DirectWrite{};
+      buffer = at->grad;
+      add = at->request == GradReq::add;
+    } else {
+      // The leaf must be one target, with a destination, and no other target's gradient.
+      const auto found = targets_of_node.find(at);
+      if (found == targets_of_node.end() || found->second.size() != 1) return DirectWrite{};
+      write.target = found->second.front();
+      const detail::GradientDestination& given = (*target_destinations)[write.target];
+      if (!given.buffer.defined()) return DirectWrite{};
+      buffer = given.buffer;
+      add = given.add;
+    }
     write.leaf = at;
-    NDArray buffer = at->grad;
     for (auto view = write.views.rbegin(); view != write.views.rend(); ++view)
       buffer = (*view)->same_view_of(buffer);
-    write.destination = detail::GradientDestination{buffer, at->request == GradReq::add, false};
+    write.destination = detail::GradientDestination{buffer, add, false};
     return write;
   };
 
@@ -254,7 +274,7 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
     for (std::size_t i = 0; i < output_grads.size(); ++i)
       if (!output_grads[i].defined()) output_grads[i] = zeros_for(node->outputs[i]);
     std::vector<DirectWrite> direct_writes;
-    if (targets == nullptr && node->backward_into) {
+    if ((targets == nullptr || target_destinations != nullptr) && node->backward_into) {
       bool any = false;
       direct_writes.resize(node->inputs.size());
       for (std::size_t i = 0; i < node->inputs.size(); ++i) {
@@ -270,7 +290,9 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
       std::vector<detail::GradientDestination> destinations;
       destinations.reserve(direct_writes.size());
       for (const DirectWrite& write : direct_writes) {
-        if (write.leaf != nullptr) detail::note_in_place_write("backward", write.leaf->grad);
+        if (write.leaf != nullptr && targets == nullptr) {
+          detail::note_in_place_write("backward", write.leaf->grad);
+        }
         destinations.push_back(write.destination);
       }
       input_grads = node->backward_into(output_grads, destinations);
@@ -278,8 +300,13 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
         if (!destinations[i].written) continue;
         Node& leaf = *direct_writes[i].leaf;
         // The buffer's last write in this walk is queued: the leaf is done, as deliver_to_leaf
-        // would leave it. Its edge (or the views' edges) carries nothing more.
-        for (const GradientReadyHook& hook : leaf.ready_hooks) hook(leaf.grad);
+        // would leave it (grad(): the target's destination holds its gradient). Its edge (or
+        // the views' edges) carries nothing more.
+        if (targets == nullptr) {
+          for (const GradientReadyHook& hook : leaf.ready_hooks) hook(leaf.grad);
+        } else {
+          (*target_destinations)[direct_writes[i].target].written = true;
+        }
         for (Node* view : direct_writes[i].views) {
           if (retain_graph) continue;
           view->backward = nullptr;
@@ -335,7 +362,7 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
 
 void backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& head_grads,
               bool retain_graph) {
-  walk_backward("backward", heads, head_grads, retain_graph, nullptr);
+  walk_backward("backward", heads, head_grads, retain_graph, nullptr, nullptr);
 }
 
 std::vector<NDArray> grad(const std::vector<NDArray>& heads, const std::vector<NDArray>& variables,
@@ -353,14 +380,19 @@ std::vector<NDArray> grad(const std::vector<NDArray>& heads, const std::vector<N
     targets.push_back(detail::Edge{NDArrayAccess::grad_node(variables[i]),
                                    NDArrayAccess::grad_output(variables[i])});
   }
-  return walk_backward("autograd::grad", heads, head_grads, retain_graph, &targets);
+  return walk_backward("autograd::grad", heads, head_grads, retain_graph, &targets, nullptr);
 }
 
 namespace detail {
 std::vector<NDArray> grad_of_edges(const std::vector<NDArray>& heads,
                                    const std::vector<Edge>& targets,
-                                   const std::vector<NDArray>& head_grads, bool retain_graph) {
-  return walk_backward("autograd::grad", heads, head_grads, retain_graph, &targets);
+                                   const std::vector<NDArray>& head_grads, bool retain_graph,
+                                   std::vector<GradientDestination>* destinations) {
+  if (destinations != nullptr && destinations->size() != targets.size()) {
+    throw Error("tandem: autograd::grad: " + std::to_string(destinations->size()) +
+                " destinations for " + std::to_string(targets.size()) + " targets");
+  }
+  return walk_backward("autograd::grad", heads, head_grads, retain_graph, &targets, destinations);
 }
 }  // namespace detail
 

@@ -126,11 +126,16 @@ void record_node_on_edges(std::string name, std::vector<Edge> inputs,
                           const std::vector<nd::NDArray*>& outputs, std::vector<SavedArray> saved,
                           BackwardFunction backward);
 
-// autograd::grad with the variables given as edges (backward.cc).
+// autograd::grad with the variables given as edges (backward.cc). With `destinations` (one
+// per target; an undefined buffer: none), a leaf target's gradient that arrives along one edge
+// only may be written straight into its destination (overwritten, or added into when `add`)
+// by a rule that can (Node::backward_into), as backward() does with leaves' buffers: its
+// `written` is then set and its entry in the result is undefined.
 std::vector<nd::NDArray> grad_of_edges(const std::vector<nd::NDArray>& heads,
                                        const std::vector<Edge>& targets,
                                        const std::vector<nd::NDArray>& head_grads,
-                                       bool retain_graph);
+                                       bool retain_graph,
+                                       std::vector<GradientDestination>* destinations = nullptr);
 
 // While one is alive on a thread, every node that thread records is appended to `nodes` (how
 // hybridize tells the nodes of its recording from the ones before it). Does not nest.

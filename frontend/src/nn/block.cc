@@ -49,6 +49,16 @@ void ParameterDict::set_grad_req(GradReq grad_req) const {
 nd::NDArray Block::operator()(const nd::NDArray& x) {
   // While export_block traces the forward, every op must run (a replay would hide them).
   if (hybrid_ == nullptr || nd::detail::active_trace() != nullptr) return forward(x);
+  // A parameter that replaced its handles (set_grad_req, cast, initialize) has new autograd
+  // leaves: recordings that name the old ones would deliver gradients to them.
+  if (const std::uint64_t epoch = nn::Parameter::handles_epoch(); epoch != handles_epoch_seen_) {
+    std::uint64_t generations = 0;
+    for (const auto& [name, parameter] : collect_params())
+      generations += parameter->handles_generation();
+    if (generations != handles_generations_) forget_recordings();
+    handles_generations_ = generations;
+    handles_epoch_seen_ = epoch;
+  }
   if (!parameters_ready_) {
     // A deferred parameter gets its arrays at the first forward: that forward runs eagerly,
     // else the graph would recreate (and re-draw) the parameter at every replay.

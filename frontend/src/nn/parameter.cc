@@ -2,6 +2,7 @@
 #include "tandem/nn/parameter.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
@@ -88,7 +89,23 @@ void Parameter::create_copies(const Initializer& init) {
   attach_gradients();
 }
 
+namespace {
+
+std::atomic<std::uint64_t>& handles_epoch_counter() {
+  static std::atomic<std::uint64_t> epoch{0};
+  return epoch;
+}
+
+}  // namespace
+
+std::uint64_t Parameter::handles_epoch() {
+  return handles_epoch_counter().load(std::memory_order_acquire);
+}
+
 void Parameter::attach_gradients() {
+  // Every caller has just given data_ new handles.
+  ++handles_generation_;
+  handles_epoch_counter().fetch_add(1, std::memory_order_acq_rel);
   if (options_.grad_req == GradReq::null) return;
   if (!gradient_ready_) gradient_ready_ = std::make_shared<GradientReadyCallback>();  // moved from
   for (std::size_t i = 0; i < data_.size(); ++i) {

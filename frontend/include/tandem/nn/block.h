@@ -154,6 +154,10 @@ class Block {
   std::string prefix_;
   std::unique_ptr<nd::HybridCache> hybrid_;  // set while hybridized
   bool parameters_ready_ = false;            // every parameter initialized (seen once)
+  // Parameter::handles_epoch() when the block last looked at its parameters' handles, and the
+  // sum of their handles_generation() then (generations only grow, so any change moves it).
+  std::uint64_t handles_epoch_seen_ = 0;
+  std::uint64_t handles_generations_ = 0;
   std::vector<std::pair<std::string, std::shared_ptr<Parameter>>> params_;  // local names
   std::vector<std::pair<std::string, std::shared_ptr<Block>>> children_;
 };

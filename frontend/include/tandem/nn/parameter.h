@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -96,6 +97,14 @@ class Parameter {
   using GradientReadyCallback = std::function<void(std::size_t copy)>;
   void set_gradient_ready_callback(GradientReadyCallback callback);
 
+  // How many times the parameter has replaced its array handles (initialize, set_grad_req,
+  // cast: each gives the copies new autograd leaves). A hybridized block's recordings name the
+  // old leaves, so it records again when this moves (Block::operator()).
+  std::uint64_t handles_generation() const { return handles_generation_; }
+  // Bumped with every parameter's handles_generation: a block looks at its own parameters only
+  // when this has moved since it last looked.
+  static std::uint64_t handles_epoch();
+
  private:
   void create_copies(const Initializer& init);
   void attach_gradients();
@@ -106,6 +115,7 @@ class Parameter {
   ParameterOptions options_;
   std::vector<Device> devices_;
   std::vector<nd::NDArray> data_;
+  std::uint64_t handles_generation_ = 0;
   std::shared_ptr<const Initializer> pending_init_;  // set while initialization is deferred
   // Shared with the copies' hooks, which may outlive the parameter (a user's data() handle
   // keeps its leaf alive): they call it only while it is set.
