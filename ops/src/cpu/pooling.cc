@@ -3,12 +3,10 @@
 #include "tandem/ops/cpu/pooling.h"
 
 #include <algorithm>
-#include <string>
-#include <type_traits>
 
 #include "../pool_window.h"
+#include "common/floating_checks.h"
 #include "parallel.h"
-#include "tandem/errors.h"
 
 namespace tandem::ops::cpu {
 
@@ -27,18 +25,6 @@ void for_each_plane(const Pool2dGeometry& g, Fn&& fn) {
                   [&](std::int64_t, std::int64_t p0, std::int64_t p1) {
                     for (std::int64_t p = p0; p < p1; ++p) fn(p);
                   });
-}
-
-template <class Fn>
-void dispatch_floating(DType dtype, const char* op, Fn&& fn) {
-  dispatch_dtype(dtype, [&]<class T>(T) {
-    if constexpr (std::is_floating_point_v<T>) {
-      fn(T{});
-    } else {
-      throw Error(std::string("tandem: ") + op + ": takes float32 or float64 arrays, got " +
-                  dtype_name(dtype));
-    }
-  });
 }
 
 }  // namespace
