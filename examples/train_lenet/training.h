@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch_result.h"
 #include "models.h"
 
 namespace tandem::examples {
@@ -82,14 +83,6 @@ struct TrainingOptions {
   // epochs (set before each step, on the host); 0 keeps it constant.
   int schedule_epochs = 20;
   bool standardize = false;  // images as (x - mean) / std of the training pixels, else as loaded
-};
-
-struct EpochResult {
-  int epoch = 0;              // from 1
-  double loss = 0;            // mean training loss over the epoch
-  double train_accuracy = 0;  // on the training batches, as they were trained
-  double test_accuracy = 0;   // after the epoch, in prediction mode
-  double seconds = 0;         // the epoch's training (to its end-of-epoch sync), no test
 };
 
 class DigitsTraining {

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "epoch_result.h"
 #include "exchange_overlap.h"
 #include "models.h"
 
@@ -48,12 +49,9 @@ struct DataParallelOptions {
   std::size_t bucket_bytes = nn::GradientExchangeOptions{}.bucket_bytes;
 };
 
-struct DataParallelEpoch {
-  int epoch = 0;              // from 1
-  double loss = 0;            // mean training loss over the epoch
-  double train_accuracy = 0;  // on the training batches, as they were trained
-  double test_accuracy = 0;   // after the epoch, on devices[0]
-  double seconds = 0;         // the epoch's training, to its end-of-epoch sync
+// An epoch's numbers (the test accuracy measured on devices[0]) and, when profiled, how much
+// the gradient exchange overlapped compute.
+struct DataParallelEpoch : EpochResult {
   bool profiled = false;
   ExchangeOverlap exchange;  // when profiled and there are several devices
 };

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/floating_checks.h"
 #include "launch.cuh"
 #include "tandem/ops/cuda/convolution.h"
 
@@ -204,18 +205,6 @@ void backward_weight(const ArrayView& xv, const ArrayView& dyv, const ArrayView&
       }
     }
   }
-}
-
-template <class Fn>
-void dispatch_floating(DType dtype, const char* op, Fn&& fn) {
-  dispatch_dtype(dtype, [&]<class T>(T) {
-    if constexpr (std::is_floating_point_v<T>) {
-      fn(T{});
-    } else {
-      throw Error(std::string("tandem: ") + op + ": takes float32 or float64 arrays, got " +
-                  dtype_name(dtype));
-    }
-  });
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // Pooling on a gpu(i). The window arithmetic is ops/src/pool_window.h, shared with the CPU.
-#include <string>
-
 #include "../src/pool_window.h"
+#include "common/floating_checks.h"
 #include "launch.cuh"
 #include "tandem/ops/cuda/pooling.h"
 
@@ -69,15 +68,10 @@ void forward(const char* op, const ArrayView& x, const ArrayView& y, const Pool2
   const std::int64_t total = y.num_elements();
   if (total == 0) return;
   Launch launch(stream, op);
-  dispatch_dtype(y.dtype, [&]<class T>(T) {
-    if constexpr (std::is_floating_point_v<T>) {
-      pool_kernel<T, Max><<<grid_for(total), kThreads, 0, launch.stream()>>>(x.typed<const T>(), g,
-                                                                             y.typed<T>(), total);
-      launch.launched();
-    } else {
-      throw Error(std::string("tandem: ") + op + ": takes float32 or float64 arrays, got " +
-                  dtype_name(y.dtype));
-    }
+  dispatch_floating(y.dtype, op, [&]<class T>(T) {
+    pool_kernel<T, Max><<<grid_for(total), kThreads, 0, launch.stream()>>>(x.typed<const T>(), g,
+                                                                           y.typed<T>(), total);
+    launch.launched();
   });
 }
 
@@ -87,15 +81,10 @@ void backward(const char* op, const ArrayView& x, const ArrayView& dy, const Arr
   const std::int64_t total = dx.num_elements();
   if (total == 0) return;
   Launch launch(stream, op);
-  dispatch_dtype(dx.dtype, [&]<class T>(T) {
-    if constexpr (std::is_floating_point_v<T>) {
-      pool_backward_kernel<T, Max><<<grid_for(total), kThreads, 0, launch.stream()>>>(
-          x.typed<const T>(), dy.typed<const T>(), g, dx.typed<T>(), total);
-      launch.launched();
-    } else {
-      throw Error(std::string("tandem: ") + op + ": takes float32 or float64 arrays, got " +
-                  dtype_name(dx.dtype));
-    }
+  dispatch_floating(dx.dtype, op, [&]<class T>(T) {
+    pool_backward_kernel<T, Max><<<grid_for(total), kThreads, 0, launch.stream()>>>(
+        x.typed<const T>(), dy.typed<const T>(), g, dx.typed<T>(), total);
+    launch.launched();
   });
 }
 

@@ -1,9 +1,8 @@
 // Softmax over rows on a gpu(i): one block of kThreads per row (a grid-stride loop over rows),
 // the row maximum and sums reduced in shared memory.
 #include <cstdint>
-#include <string>
-#include <type_traits>
 
+#include "common/floating_checks.h"
 #include "launch.cuh"
 #include "tandem/ops/cuda/softmax.h"
 
@@ -123,25 +122,6 @@ unsigned row_grid(std::int64_t rows) {
   return static_cast<unsigned>(rows < 65535 ? rows : 65535);
 }
 
-template <class Fn>
-void floating(const char* op, DType dtype, Fn&& fn) {
-  dispatch_dtype(dtype, [&]<class T>(T) {
-    if constexpr (std::is_floating_point_v<T>) {
-      fn(T{});
-    } else {
-      throw Error(std::string("tandem: ") + op + ": takes float32 or float64 arrays, got " +
-                  dtype_name(dtype));
-    }
-  });
-}
-
-void check_labels(const char* op, const ArrayView& labels) {
-  if (labels.dtype != DType::int32) {
-    throw Error(std::string("tandem: ") + op + ": labels must be int32, got " +
-                dtype_name(labels.dtype));
-  }
-}
-
 }  // namespace
 
 void softmax_rows(const ArrayView& in, const ArrayView& out, bool log, tandem::Stream& stream) {
@@ -150,7 +130,7 @@ void softmax_rows(const ArrayView& in, const ArrayView& out, bool log, tandem::S
                      rows = out.num_elements() / (classes ? classes : 1);
   if (rows == 0 || classes == 0) return;
   Launch launch(stream, op);
-  floating(op, out.dtype, [&]<class T>(T) {
+  dispatch_floating(out.dtype, op, [&]<class T>(T) {
     softmax_kernel<T><<<row_grid(rows), kThreads, 0, launch.stream()>>>(
         in.typed<const T>(), out.typed<T>(), rows, classes, log);
     launch.launched();
@@ -163,7 +143,7 @@ void softmax_rows_backward(const ArrayView& y, const ArrayView& dy, const ArrayV
   const std::int64_t classes = class_count(dx), rows = dx.num_elements() / (classes ? classes : 1);
   if (rows == 0 || classes == 0) return;
   Launch launch(stream, op);
-  floating(op, dx.dtype, [&]<class T>(T) {
+  dispatch_floating(dx.dtype, op, [&]<class T>(T) {
     softmax_backward_kernel<T><<<row_grid(rows), kThreads, 0, launch.stream()>>>(
         y.typed<const T>(), dy.typed<const T>(), dx.typed<T>(), rows, classes, log);
     launch.launched();
@@ -174,11 +154,11 @@ void softmax_cross_entropy_rows(const ArrayView& logits, const ArrayView& labels
                                 const ArrayView& loss, const ArrayView& probabilities,
                                 tandem::Stream& stream) {
   const char* op = "softmax_cross_entropy";
-  check_labels(op, labels);
+  check_int32_labels(op, labels);
   const std::int64_t rows = loss.num_elements(), classes = class_count(logits);
   if (rows == 0) return;
   Launch launch(stream, op);
-  floating(op, logits.dtype, [&]<class T>(T) {
+  dispatch_floating(logits.dtype, op, [&]<class T>(T) {
     cross_entropy_kernel<T><<<row_grid(rows), kThreads, 0, launch.stream()>>>(
         logits.typed<const T>(), labels.typed<const std::int32_t>(), loss.typed<T>(),
         probabilities.data != nullptr ? probabilities.typed<T>() : nullptr, rows, classes);
@@ -190,12 +170,12 @@ void softmax_cross_entropy_backward(const ArrayView& probabilities, const ArrayV
                                     const ArrayView& head_grad, const ArrayView& dlogits,
                                     tandem::Stream& stream) {
   const char* op = "softmax_cross_entropy_backward";
-  check_labels(op, labels);
+  check_int32_labels(op, labels);
   const std::int64_t classes = class_count(dlogits),
                      rows = dlogits.num_elements() / (classes ? classes : 1);
   if (rows == 0 || classes == 0) return;
   Launch launch(stream, op);
-  floating(op, dlogits.dtype, [&]<class T>(T) {
+  dispatch_floating(dlogits.dtype, op, [&]<class T>(T) {
     cross_entropy_backward_kernel<T><<<row_grid(rows), kThreads, 0, launch.stream()>>>(
         probabilities.typed<const T>(), labels.typed<const std::int32_t>(),
         head_grad.typed<const T>(), head_grad.ndim() == 0 ? 0 : head_grad.strides[0],

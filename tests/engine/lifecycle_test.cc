@@ -74,6 +74,21 @@ bool eventually(Condition&& condition) {
   return true;
 }
 
+// The threaded engine of test_config, with push blocking past `max_ops_in_flight` ops.
+tandem::EngineConfig bounded_config(std::size_t max_ops_in_flight) {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.max_ops_in_flight = max_ops_in_flight;
+  return config;
+}
+
+// Pushes 50 ops that write `v`, each adding one to `ran`. Pushed while an op holds v, none of
+// them can finish before that op does, so a push that waited for room would wait forever.
+void push_writers_of(tandem::Engine& engine, Var v, std::atomic<int>& ran) {
+  for (int i = 0; i < 50; ++i) {
+    engine.push([&ran] { ran.fetch_add(1); }, cpu(), {}, {v}, {.name = "inner"});
+  }
+}
+
 }  // namespace
 
 TEST_CASE("delete_var runs the deleter after every earlier op on the var") {
@@ -119,14 +134,7 @@ TEST_CASE("delete_var of an idle var runs the deleter at once on the calling thr
   CHECK(engine->stats().ops_in_flight == 0);
 
   Var busy = engine->new_var();  // deleted by the test
-  Flag reader_started, release_reader;
-  engine->push(
-      [&] {
-        reader_started.raise();
-        release_reader.wait();
-      },
-      cpu(), {busy}, {}, {.name = "slow reader"});
-  REQUIRE(reader_started.wait());
+  BlockingOp slow_reader(*engine, "slow reader", {busy});
   std::atomic<bool> busy_deleted{false};
   std::thread::id busy_deleter_ran_on;
   engine->delete_var(busy, [&] {
@@ -134,29 +142,34 @@ TEST_CASE("delete_var of an idle var runs the deleter at once on the calling thr
     busy_deleted = true;
   });
   CHECK_FALSE(busy_deleted.load());  // queued behind the reader
-  release_reader.raise();
+  slow_reader.release();
   engine->wait_all();
   CHECK(busy_deleted.load());
   CHECK(busy_deleter_ran_on != caller);
   CHECK(engine->stats().vars_alive == 0);
 }
 
-TEST_CASE("a deleter that runs inline and throws is reported once by wait_all") {
+TEST_CASE("an exception from a deleter is reported once by wait_all, inline or queued") {
   const EngineKind kind = each_engine_kind();
-  auto engine = make_engine(kind);
-  Var v = engine->new_var();  // deleted by the test
-  engine->push([] {}, cpu(), {}, {v});
-  engine->wait_all();  // v is idle: its deleter runs inline on the threaded engine too
-  engine->delete_var(v, [] { throw std::runtime_error("could not close file"); });
-  try {
-    engine->wait_all();
-    FAIL("wait_all should report the deleter's exception");
-  } catch (const tandem::OpError& error) {
-    CHECK(nested_message(error) == "could not close file");
+  for (const bool var_idle : {true, false}) {
+    CAPTURE(var_idle);
+    auto engine = make_engine(kind);
+    Var v = engine->new_var();  // deleted by the test
+    engine->push([] {}, cpu(), {}, {v});
+    // An idle var's deleter runs inline in delete_var (on the threaded engine too); otherwise
+    // it is queued behind the op.
+    if (var_idle) engine->wait_all();
+    engine->delete_var(v, [] { throw std::runtime_error("could not close file"); });
+    try {
+      engine->wait_all();
+      FAIL("wait_all should report the deleter's exception");
+    } catch (const tandem::OpError& error) {
+      CHECK(nested_message(error) == "could not close file");
+    }
+    CHECK_NOTHROW(engine->wait_all());
+    CHECK(engine->stats().ops_failed == 1);
+    CHECK(engine->stats().ops_completed == engine->stats().ops_pushed);
   }
-  CHECK_NOTHROW(engine->wait_all());
-  CHECK(engine->stats().ops_failed == 1);
-  CHECK(engine->stats().ops_completed == engine->stats().ops_pushed);
 }
 
 TEST_CASE("a deleter runs even when its var is poisoned") {
@@ -169,22 +182,6 @@ TEST_CASE("a deleter runs even when its var is poisoned") {
   CHECK_THROWS_AS(engine->wait_all(), tandem::OpError);  // the op's error, not the deleter's
   CHECK(deleted.load());
   CHECK_NOTHROW(engine->wait_all());
-}
-
-TEST_CASE("an exception from a deleter is reported by wait_all") {
-  const EngineKind kind = each_engine_kind();
-  auto engine = make_engine(kind);
-  Var v = engine->new_var();  // deleted by the test
-  engine->push([] {}, cpu(), {}, {v});
-  engine->delete_var(v, [] { throw std::runtime_error("could not close file"); });
-  try {
-    engine->wait_all();
-    FAIL("wait_all should report the deleter's exception");
-  } catch (const tandem::OpError& error) {
-    CHECK(nested_message(error) == "could not close file");
-  }
-  CHECK_NOTHROW(engine->wait_all());
-  CHECK(engine->stats().ops_failed == 1);
 }
 
 TEST_CASE("deleted vars are recycled without mixing up their state") {
@@ -282,9 +279,7 @@ TEST_CASE("an engine can be destroyed while a Completion on another thread ends 
 }
 
 TEST_CASE("push blocks past max_ops_in_flight and resumes once ops finish") {
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.max_ops_in_flight = 4;
-  TestEngine engine(config);
+  TestEngine engine(bounded_config(4));
   HeldOps held;
   for (int i = 0; i < 4; ++i) held.push(*engine);
   REQUIRE(held.wait_for_count(4));
@@ -311,9 +306,7 @@ TEST_CASE("push blocks past max_ops_in_flight and resumes once ops finish") {
 }
 
 TEST_CASE("a push from inside an op never blocks on backpressure") {
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.max_ops_in_flight = 2;
-  TestEngine engine(config);
+  TestEngine engine(bounded_config(2));
   Watchdog watchdog("pushes from inside an op past max_ops_in_flight");
   Var v = engine.var();
   tandem::Engine& e = *engine;
@@ -321,11 +314,7 @@ TEST_CASE("a push from inside an op never blocks on backpressure") {
   std::uint64_t in_flight_inside = 0;
   engine->push(
       [&] {
-        // These write the var this op holds, so none can finish before this op does: blocking
-        // here would wait forever.
-        for (int i = 0; i < 50; ++i) {
-          e.push([&inner_ran] { inner_ran.fetch_add(1); }, cpu(), {}, {v}, {.name = "inner"});
-        }
+        push_writers_of(e, v, inner_ran);  // they write the var this op holds
         in_flight_inside = e.stats().ops_in_flight;
       },
       cpu(), {}, {v}, {.name = "outer"});
@@ -339,9 +328,7 @@ TEST_CASE("what an op's captures push when they are destroyed never blocks on ba
   // An op's callable is destroyed by the worker after its body ran, before the op completes.
   // A capture's destructor that pushes (an NDArray's deletion op, say) must not wait for room:
   // the ops it would wait for may need this op to complete first.
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.max_ops_in_flight = 2;
-  TestEngine engine(config);
+  TestEngine engine(bounded_config(2));
   Watchdog watchdog("pushes from an op's captures' destructors past max_ops_in_flight");
   Var v = engine.var();
   tandem::Engine& e = *engine;
@@ -353,12 +340,9 @@ TEST_CASE("what an op's captures push when they are destroyed never blocks on ba
       e.push([] { throw std::runtime_error("upstream failure"); }, cpu(), {}, {input},
              {.name = "fail"});
     }
-    // These write the var the op holds, so none can finish before it completes.
-    std::shared_ptr<void> pushes_when_destroyed(nullptr, [&](void*) {
-      for (int i = 0; i < 50; ++i) {
-        e.push([&inner_ran] { inner_ran.fetch_add(1); }, cpu(), {}, {v}, {.name = "inner"});
-      }
-    });
+    // They write the var the op holds.
+    std::shared_ptr<void> pushes_when_destroyed(nullptr,
+                                                [&](void*) { push_writers_of(e, v, inner_ran); });
     e.push([hold = std::move(pushes_when_destroyed)] {}, cpu(), {input}, {v}, {.name = "outer"});
     if (poisoned) {
       CHECK_THROWS(engine->wait_all());
@@ -371,9 +355,7 @@ TEST_CASE("what an op's captures push when they are destroyed never blocks on ba
 }
 
 TEST_CASE("max_ops_in_flight = 0 never blocks a push") {
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.max_ops_in_flight = 0;
-  TestEngine engine(config);
+  TestEngine engine(bounded_config(0));
   HeldOps held;
   for (int i = 0; i < 300; ++i) held.push(*engine);
   REQUIRE(held.wait_for_count(300));
@@ -384,9 +366,7 @@ TEST_CASE("max_ops_in_flight = 0 never blocks a push") {
 }
 
 TEST_CASE("pushes from several threads against a small bound all finish") {
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.max_ops_in_flight = 8;
-  TestEngine engine(config);
+  TestEngine engine(bounded_config(8));
   Watchdog watchdog("four threads pushing against max_ops_in_flight = 8");
   Var shared = engine.var();
   std::atomic<int> ran{0};

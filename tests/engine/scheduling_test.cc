@@ -29,23 +29,21 @@ double process_cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
+// The threaded engine of test_config with these worker counts.
+tandem::EngineConfig threaded_config(int cpu_workers, int priority_workers) {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = cpu_workers;
+  config.priority_workers = priority_workers;
+  return config;
+}
+
 }  // namespace
 
 TEST_CASE("ready ops run highest priority first, in push order among equals") {
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.cpu_workers = 1;
-  config.priority_workers = 0;
-  TestEngine engine(config);
+  TestEngine engine(threaded_config(1, 0));
 
   // The only worker is held by a first op while the others become ready.
-  Flag blocker_started, release_blocker;
-  engine->push(
-      [&] {
-        blocker_started.raise();
-        release_blocker.wait();
-      },
-      cpu(), {}, {}, {.name = "blocker"});
-  REQUIRE(blocker_started.wait());
+  BlockingOp blocker(*engine, "blocker");
 
   struct Pushed {
     int priority;
@@ -63,7 +61,7 @@ TEST_CASE("ready ops run highest priority first, in push order among equals") {
         },
         cpu(), {}, {}, {.name = "ranked", .priority = op.priority});
   }
-  release_blocker.raise();
+  blocker.release();
   engine->wait_all();
   // Priority 5, then 2s, 1s, 0s, -1s, -3, each group in push order.
   CHECK(ran == std::vector<int>{8, 1, 4, 11, 3, 7, 0, 5, 9, 2, 6, 10});
@@ -73,12 +71,8 @@ TEST_CASE("ready ops run highest priority first, in push order among equals") {
 // (CpuExecutor::run_next_here), but never ahead of ops that were ready before it: FIFO among
 // equals, and urgent ops first, still hold.
 TEST_CASE("an op readied by a completion runs after ops that were ready before it") {
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.cpu_workers = 1;
-  config.priority_workers = 0;
-  TestEngine engine(config);
+  TestEngine engine(threaded_config(1, 0));
   Var gate = engine.var();
-  Flag blocker_started, release_blocker;
   std::mutex mutex;
   std::vector<std::string> ran;
   auto record = [&](std::string name) {
@@ -87,42 +81,26 @@ TEST_CASE("an op readied by a completion runs after ops that were ready before i
       ran.push_back(name);
     };
   };
-  engine->push(
-      [&] {
-        blocker_started.raise();
-        release_blocker.wait();
-      },
-      cpu(), {}, {gate}, {.name = "blocker"});
-  REQUIRE(blocker_started.wait());
+  BlockingOp blocker(*engine, "blocker", {}, {gate});
   engine->push(record("follower"), cpu(), {gate}, {}, {.name = "follower"});
   engine->push(record("ready 1"), cpu(), {}, {}, {.name = "ready 1"});
   engine->push(record("ready 2"), cpu(), {}, {}, {.name = "ready 2"});
   engine->push(record("urgent"), cpu(), {}, {}, {.name = "urgent", .priority = 3});
-  release_blocker.raise();
+  blocker.release();
   engine->wait_all();
   CHECK(ran == std::vector<std::string>{"urgent", "ready 1", "ready 2", "follower"});
 }
 
 TEST_CASE("an urgent op does not wait behind long compute ops") {
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.cpu_workers = 1;
-  config.priority_workers = 1;
-  TestEngine engine(config);
-  Flag blocker_started, release_blocker;
-  engine->push(
-      [&] {
-        blocker_started.raise();
-        release_blocker.wait();
-      },
-      cpu(), {}, {}, {.name = "long compute"});
-  REQUIRE(blocker_started.wait());
+  TestEngine engine(threaded_config(1, 1));
+  BlockingOp long_compute(*engine, "long compute");
   Flag urgent_ran, copy_ran;
   engine->push([&] { urgent_ran.raise(); }, cpu(), {}, {}, {.name = "urgent", .priority = 1});
   engine->push([&] { copy_ran.raise(); }, cpu(), {}, {},
                {.name = "copy", .queue = tandem::Queue::copy_h2d});
   CHECK(urgent_ran.wait());
   CHECK(copy_ran.wait());
-  release_blocker.raise();
+  long_compute.release();
   engine->wait_all();
 }
 
@@ -137,30 +115,21 @@ bool chain_step_meets_independent_op(const tandem::EngineConfig& config,
                                      const tandem::OpProps& independent) {
   TestEngine engine(config);
   Var shared = engine.var(), chain = engine.var();
-  Flag first_started, release_first;
-  engine->push(
-      [&] {
-        first_started.raise();
-        release_first.wait();
-      },
-      cpu(), {shared}, {chain}, {.name = "chain op 0"});
   // Both followers are pushed while the first op runs, so its completion makes them ready.
-  REQUIRE(first_started.wait());
+  BlockingOp first(*engine, "chain op 0", {shared}, {chain});
   Rendezvous both(2);
   std::atomic<int> met{0};
   auto meet = [&] { met.fetch_add(both.arrive(5s) ? 1 : 0); };
   engine->push(meet, cpu(), {}, {shared}, independent);
   engine->push(meet, cpu(), {}, {chain}, {.name = "chain op 1"});
-  release_first.raise();
+  first.release();
   engine->wait_all();
   return met.load() == 2;
 }
 
 TEST_CASE("a copy readied beside a chain's next op runs on the priority lane, beside it") {
   // One worker: the copy may not take the worker that the chain's next op was handed to.
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.cpu_workers = 1;
-  config.priority_workers = 1;
+  const tandem::EngineConfig config = threaded_config(1, 1);
   for (auto queue : {tandem::Queue::copy_h2d, tandem::Queue::copy_d2h, tandem::Queue::comm}) {
     CAPTURE(static_cast<int>(queue));
     CHECK(chain_step_meets_independent_op(config, {.name = "copy", .queue = queue}));
@@ -168,9 +137,7 @@ TEST_CASE("a copy readied beside a chain's next op runs on the priority lane, be
 }
 
 TEST_CASE("a copy readied beside a chain's next op runs on another worker when there is no lane") {
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.cpu_workers = 2;
-  config.priority_workers = 0;
+  const tandem::EngineConfig config = threaded_config(2, 0);
   CHECK(
       chain_step_meets_independent_op(config, {.name = "copy", .queue = tandem::Queue::copy_h2d}));
 }
@@ -178,19 +145,14 @@ TEST_CASE("a copy readied beside a chain's next op runs on another worker when t
 TEST_CASE("an urgent op readied beside a chain's next op goes first, and the chain moves on") {
   // The urgent op takes the worker that finished, and the chain's next op goes back to the
   // shared queue, where the idle second worker takes it.
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.cpu_workers = 2;
-  config.priority_workers = 0;
+  const tandem::EngineConfig config = threaded_config(2, 0);
   CHECK(chain_step_meets_independent_op(config, {.name = "urgent", .priority = 2}));
 }
 
 TEST_CASE("a chain whose every step readies a copy overlaps the copies with the chain") {
   // The whole double-buffered loop: copy i+2 and compute i+1 are made ready together by
   // compute i, for several batches in a row; each such pair must run at once.
-  tandem::EngineConfig config = test_config(EngineKind::threaded);
-  config.cpu_workers = 2;
-  config.priority_workers = 1;
-  TestEngine engine(config);
+  TestEngine engine(threaded_config(2, 1));
   constexpr int kBatches = 8;
   Var buffers[2] = {engine.var(), engine.var()};
   Var model = engine.var();
@@ -432,14 +394,7 @@ TEST_CASE("a cheap op runs on the pushing thread when its vars are free, else on
                {.name = "cheap", .inline_when_ready = true});
   CHECK(ran_on == pusher);  // already ran: no wait needed
 
-  Flag writer_started, release_writer;
-  engine->push(
-      [&] {
-        writer_started.raise();
-        release_writer.wait();
-      },
-      cpu(), {}, {input}, {.name = "slow writer"});
-  REQUIRE(writer_started.wait());
+  BlockingOp slow_writer(*engine, "slow writer", {}, {input});
   std::atomic<bool> ran{false};
   std::thread::id queued_ran_on;
   engine->push(
@@ -449,7 +404,7 @@ TEST_CASE("a cheap op runs on the pushing thread when its vars are free, else on
       },
       cpu(), {input}, {output}, {.name = "cheap, waits", .inline_when_ready = true});
   CHECK_FALSE(ran.load());  // the push returned without running it
-  release_writer.raise();
+  slow_writer.release();
   engine->wait_all();
   CHECK(ran.load());
   CHECK(queued_ran_on != pusher);

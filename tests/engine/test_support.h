@@ -56,6 +56,26 @@ class Flag {
   bool raised_ = false;
 };
 
+// An op that blocks its worker until release(). The constructor pushes it and returns once it
+// runs, so the ops a test pushes next find that worker, and the vars the op uses, busy.
+class BlockingOp {
+ public:
+  BlockingOp(tandem::Engine& engine, const char* name, tandem::VarList reads = {},
+             tandem::VarList writes = {}) {
+    engine.push(
+        [this] {
+          started_.raise();
+          release_.wait();
+        },
+        tandem::cpu(), reads, writes, {.name = name});
+    REQUIRE(started_.wait());
+  }
+  void release() { release_.raise(); }
+
+ private:
+  Flag started_, release_;
+};
+
 // `parties` threads meet: each arrive() returns true once all have arrived, false on timeout.
 // Proves that ops ran at the same time: with one at a time, the first to arrive times out.
 class Rendezvous {

@@ -28,20 +28,25 @@ inline std::shared_ptr<nn::Sequential> small_mlp(
   return net;
 }
 
+// One loss per device, recorded for backward: the summed softmax cross-entropy of `net` on
+// device d's share of the batch (xs[d], ys[d], as nd::split_and_load gives them).
+inline std::vector<NDArray> recorded_losses(nn::Block& net, const std::vector<NDArray>& xs,
+                                            const std::vector<NDArray>& ys) {
+  std::vector<NDArray> losses;
+  auto recording = autograd::record();
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    losses.push_back(nd::softmax_cross_entropy(net(xs[d]), ys[d]).sum());
+  }
+  return losses;
+}
+
 // One step's forward and backward: the global batch split over `devices`, one loss per device,
 // the backwards in device order. The Trainer's step is the caller's.
 inline void forward_backward(nn::Block& net, const NDArray& images, const NDArray& labels,
                              const std::vector<Device>& devices) {
   const std::vector<NDArray> xs = nd::split_and_load(images, devices);
   const std::vector<NDArray> ys = nd::split_and_load(labels, devices);
-  std::vector<NDArray> losses;
-  {
-    auto recording = autograd::record();
-    for (std::size_t d = 0; d < devices.size(); ++d) {
-      losses.push_back(nd::softmax_cross_entropy(net(xs[d]), ys[d]).sum());
-    }
-  }
-  for (NDArray& loss : losses) loss.backward();
+  for (const NDArray& loss : recorded_losses(net, xs, ys)) loss.backward();
 }
 
 using ParameterValues = std::vector<std::vector<double>>;

@@ -247,13 +247,7 @@ TEST_SUITE("frontend.data_parallel") {
         CAPTURE(step);
         const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
         const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
-        std::vector<NDArray> losses;
-        {
-          auto recording = autograd::record();
-          for (std::size_t d = 0; d < devices.size(); ++d) {
-            losses.push_back(nd::softmax_cross_entropy((*net)(xs[d]), ys[d]).sum());
-          }
-        }
+        const std::vector<NDArray> losses = recorded_losses(*net, xs, ys);
         for (const NDArray& loss : losses) loss.wait_to_read();
         // A gate op writes the devices' inputs: the first layer's weight gradient reads the
         // input, so it cannot run until the gate opens; the second layer's gradient reads only
@@ -408,13 +402,7 @@ TEST_SUITE("frontend.data_parallel") {
     for (std::int64_t step = 0; step < 2; ++step) {
       const std::vector<NDArray> xs = nd::split_and_load(images[step], devices);
       const std::vector<NDArray> ys = nd::split_and_load(labels[step], devices);
-      std::vector<NDArray> losses;
-      {
-        auto recording = autograd::record();
-        for (std::size_t d = 0; d < devices.size(); ++d) {
-          losses.push_back(nd::softmax_cross_entropy((*net)(xs[d]), ys[d]).sum());
-        }
-      }
+      const std::vector<NDArray> losses = recorded_losses(*net, xs, ys);
       if (step == 0) ready_order.clear();
       for (const NDArray& loss : losses) loss.backward();
       // Step 1 records the order and sums each parameter alone; the plan is made at its end.

@@ -40,6 +40,33 @@ std::size_t distinct(const std::vector<Var>& vars) {
   return seen.size();
 }
 
+// An op that reads an array's first element once the test opens its gate (or after 20 s), so
+// that the array's var holds a queued read until then. Construct it after the engine: the op
+// refers to it until it has run.
+class GatedRead {
+ public:
+  GatedRead(Engine& engine, const nd::NDArray& array)
+      : values_(static_cast<const float*>(array.view().data)) {
+    engine.push(
+        [this] {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (!gate_open_.load() && std::chrono::steady_clock::now() < give_up) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          value_read_.store(values_[0]);
+        },
+        tandem::cpu(), {array.var()}, {}, {.name = "gate"});
+  }
+  void open() { gate_open_.store(true); }
+  // -1 until the read ran.
+  float value_read() const { return value_read_.load(); }
+
+ private:
+  const float* values_;
+  std::atomic<bool> gate_open_{false};
+  std::atomic<float> value_read_{-1.0f};
+};
+
 }  // namespace
 
 TEST_SUITE("frontend.storage_reuse") {
@@ -89,28 +116,16 @@ TEST_SUITE("frontend.storage_reuse") {
     auto engine = Engine::create(EngineConfig{.kind = EngineKind::threaded, .cpu_workers = 2});
     nd::EngineScope scope(*engine);
     nd::NDArray old_array = nd::full({kSide, kSide}, 1.0);
-    const float* old_values = static_cast<const float*>(old_array.view().data);
-    std::atomic<bool> gate_open{false};
-    std::atomic<float> read_by_gate{-1.0f};
-    // A reader of the old array that holds its read until the test opens the gate.
-    engine->push(
-        [&] {
-          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-          while (!gate_open.load() && std::chrono::steady_clock::now() < give_up) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          }
-          read_by_gate.store(old_values[0]);
-        },
-        tandem::cpu(), {old_array.var()}, {}, {.name = "gate"});
+    GatedRead gate(*engine, old_array);
     const Var old_var = old_array.var();
     old_array = nd::NDArray();  // parked, with the gate's read still queued
     const nd::NDArray fresh = nd::full({kSide, kSide}, 2.0);
     REQUIRE(fresh.var() == old_var);  // it took the parked storage
     // The cost of the reuse: the new array is not ready while the old reader runs.
     CHECK_THROWS_AS(fresh.wait_to_read(std::chrono::milliseconds(50)), tandem::TimeoutError);
-    gate_open.store(true);
+    gate.open();
     fresh.wait_to_read();
-    CHECK(read_by_gate.load() == 1.0f);  // the gate read the old values, not the new ones
+    CHECK(gate.value_read() == 1.0f);  // the gate read the old values, not the new ones
     CHECK(all_equal(fresh, 2.0f));
   }
 
@@ -118,18 +133,7 @@ TEST_SUITE("frontend.storage_reuse") {
     auto engine = Engine::create(EngineConfig{.kind = EngineKind::threaded, .cpu_workers = 2});
     nd::EngineScope scope(*engine);
     nd::NDArray old_array = nd::full({kSide, kSide}, 1.0);
-    const float* old_values = static_cast<const float*>(old_array.view().data);
-    std::atomic<bool> gate_open{false};
-    std::atomic<float> read_by_gate{-1.0f};
-    engine->push(
-        [&] {
-          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-          while (!gate_open.load() && std::chrono::steady_clock::now() < give_up) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          }
-          read_by_gate.store(old_values[0]);
-        },
-        tandem::cpu(), {old_array.var()}, {}, {.name = "gate"});
+    GatedRead gate(*engine, old_array);
     const Var old_var = old_array.var();
     old_array = nd::NDArray();
     // nd::from_vector copies on the caller's thread: into the parked block, it would overwrite
@@ -137,9 +141,9 @@ TEST_SUITE("frontend.storage_reuse") {
     const nd::NDArray filled =
         nd::from_vector(std::vector<float>(kSide * kSide, 5.0f), {kSide, kSide});
     CHECK_FALSE(filled.var() == old_var);
-    gate_open.store(true);
+    gate.open();
     engine->wait_all();
-    CHECK(read_by_gate.load() == 1.0f);
+    CHECK(gate.value_read() == 1.0f);
     CHECK(all_equal(filled, 5.0f));
     const nd::NDArray computed = nd::full({kSide, kSide}, 3.0);
     CHECK(computed.var() == old_var);  // an array written by an op still takes it

@@ -10,12 +10,11 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "common/floating_checks.h"
 #include "parallel.h"
-#include "tandem/errors.h"
 #include "tandem/ops/cpu/gemm.h"
 
 namespace tandem::ops::cpu {
@@ -221,16 +220,13 @@ void backward_weight(const ArrayView& xv, const ArrayView& dyv, const ArrayView&
   }
 }
 
+// dispatch_floating, with OpenBLAS set to one thread (once per process) first: the kernels
+// call BLAS from inside their own parallel blocks.
 template <class Fn>
-void dispatch_floating(DType dtype, const char* op, Fn&& fn) {
-  dispatch_dtype(dtype, [&]<class T>(T) {
-    if constexpr (std::is_floating_point_v<T>) {
-      configure_blas_threads();
-      fn(T{});
-    } else {
-      throw Error(std::string("tandem: ") + op + ": takes float32 or float64 arrays, got " +
-                  dtype_name(dtype));
-    }
+void dispatch_floating_blas(DType dtype, const char* op, Fn&& fn) {
+  dispatch_floating(dtype, op, [&]<class T>(T) {
+    configure_blas_threads();
+    fn(T{});
   });
 }
 
@@ -239,21 +235,21 @@ void dispatch_floating(DType dtype, const char* op, Fn&& fn) {
 void conv2d(const ArrayView& x, const ArrayView& weight, const ArrayView& bias, const ArrayView& y,
             const Conv2dGeometry& g) {
   if (y.num_elements() == 0) return;
-  dispatch_floating(y.dtype, "conv2d", [&]<class T>(T) { forward<T>(x, weight, bias, y, g); });
+  dispatch_floating_blas(y.dtype, "conv2d", [&]<class T>(T) { forward<T>(x, weight, bias, y, g); });
 }
 
 void conv2d_backward_data(const ArrayView& dy, const ArrayView& weight, const ArrayView& dx,
                           const Conv2dGeometry& g) {
   if (dx.num_elements() == 0) return;
-  dispatch_floating(dx.dtype, "conv2d_backward_data",
-                    [&]<class T>(T) { backward_data<T>(dy, weight, dx, g); });
+  dispatch_floating_blas(dx.dtype, "conv2d_backward_data",
+                         [&]<class T>(T) { backward_data<T>(dy, weight, dx, g); });
 }
 
 void conv2d_backward_weight(const ArrayView& x, const ArrayView& dy, const ArrayView& dweight,
                             const Conv2dGeometry& g) {
   if (dweight.num_elements() == 0) return;
-  dispatch_floating(dweight.dtype, "conv2d_backward_weight",
-                    [&]<class T>(T) { backward_weight<T>(x, dy, dweight, g); });
+  dispatch_floating_blas(dweight.dtype, "conv2d_backward_weight",
+                         [&]<class T>(T) { backward_weight<T>(x, dy, dweight, g); });
 }
 
 }  // namespace tandem::ops::cpu

@@ -4,11 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <string>
-#include <type_traits>
 
+#include "common/floating_checks.h"
 #include "parallel.h"
-#include "tandem/errors.h"
 
 namespace tandem::ops::cpu {
 
@@ -29,25 +27,6 @@ void for_each_row(std::int64_t rows, std::int64_t classes, Fn&& fn) {
   parallel_blocks(rows, per_block, [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) fn(r);
   });
-}
-
-template <class Fn>
-void dispatch_floating(DType dtype, const char* op, Fn&& fn) {
-  dispatch_dtype(dtype, [&]<class T>(T) {
-    if constexpr (std::is_floating_point_v<T>) {
-      fn(T{});
-    } else {
-      throw Error(std::string("tandem: ") + op + ": takes float32 or float64 arrays, got " +
-                  dtype_name(dtype));
-    }
-  });
-}
-
-void check_labels(const char* op, const ArrayView& labels) {
-  if (labels.dtype != DType::int32) {
-    throw Error(std::string("tandem: ") + op + ": labels must be int32, got " +
-                dtype_name(labels.dtype));
-  }
 }
 
 // The row maximum (a NaN wins) and sum(exp(x - max)).
@@ -110,7 +89,7 @@ void softmax_rows_backward(const ArrayView& y, const ArrayView& dy, const ArrayV
 void softmax_cross_entropy_rows(const ArrayView& logits, const ArrayView& labels,
                                 const ArrayView& loss, const ArrayView& probabilities) {
   const char* op = "softmax_cross_entropy";
-  check_labels(op, labels);
+  check_int32_labels(op, labels);
   const std::int64_t rows = loss.num_elements(), classes = class_count(logits);
   if (rows == 0) return;
   dispatch_floating(logits.dtype, op, [&]<class T>(T) {
@@ -139,7 +118,7 @@ void softmax_cross_entropy_rows(const ArrayView& logits, const ArrayView& labels
 void softmax_cross_entropy_backward(const ArrayView& probabilities, const ArrayView& labels,
                                     const ArrayView& head_grad, const ArrayView& dlogits) {
   const char* op = "softmax_cross_entropy_backward";
-  check_labels(op, labels);
+  check_int32_labels(op, labels);
   const std::int64_t rows = row_count(dlogits), classes = class_count(dlogits);
   if (rows == 0 || classes == 0) return;
   dispatch_floating(dlogits.dtype, op, [&]<class T>(T) {
