@@ -61,6 +61,30 @@ std::vector<nd::NDArray> slabs(const nd::NDArray& flat, const std::vector<nd::ND
   return result;
 }
 
+// One op on `device` that copies each of `gradients` into its slab of `flat` (a bucket's pack)
+// or, `into_flat` false, each slab back into its gradient (the unpack after a sum through NCCL).
+void push_slab_transfer(const nd::NDArray& flat, const std::vector<nd::NDArray>& gradients,
+                        Device device, bool into_flat, const char* name) {
+  SlabCopies copies;
+  std::vector<Var> gradient_vars;
+  const std::vector<nd::NDArray> parts = slabs(flat, gradients);
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    nd::detail::LazyView gradient = nd::detail::lazy_view(gradients[i]);
+    nd::detail::LazyView slab = nd::detail::lazy_view(parts[i]);
+    if (into_flat) {
+      copies.emplace_back(std::move(gradient), std::move(slab));
+    } else {
+      copies.emplace_back(std::move(slab), std::move(gradient));
+    }
+    gradient_vars.push_back(gradients[i].var());
+  }
+  if (into_flat) {
+    push_slab_copies(flat.engine(), device, std::move(copies), gradient_vars, {flat.var()}, name);
+  } else {
+    push_slab_copies(flat.engine(), device, std::move(copies), {flat.var()}, gradient_vars, name);
+  }
+}
+
 std::vector<nd::NDArray> gradients_on(const std::vector<Parameter*>& members, Device device) {
   std::vector<nd::NDArray> gradients;
   for (const Parameter* member : members) gradients.push_back(member->grad(device));
@@ -135,15 +159,7 @@ void BucketSum::pack(std::size_t copy) {
     for (const nd::NDArray& gradient : gradients) elements += gradient.size();
     nd::NDArray flat = nd::detail::allocate_array(first.engine(), {elements}, first.dtype(), device,
                                                   "allreduce_bucket_pack");
-    SlabCopies copies;
-    std::vector<Var> reads;
-    const std::vector<nd::NDArray> parts = slabs(flat, gradients);
-    for (std::size_t i = 0; i < gradients.size(); ++i) {
-      copies.emplace_back(nd::detail::lazy_view(gradients[i]), nd::detail::lazy_view(parts[i]));
-      reads.push_back(gradients[i].var());
-    }
-    push_slab_copies(first.engine(), device, std::move(copies), reads, {flat.var()},
-                     "allreduce_bucket_pack");
+    push_slab_transfer(flat, gradients, device, /*into_flat=*/true, "allreduce_bucket_pack");
     flats_[copy] = std::move(flat);
   }
 }
@@ -201,17 +217,8 @@ void BucketSum::sum(const std::vector<nd::NDArray>& after) {
 
 void BucketSum::push_unpack(std::size_t here) {
   const Device device = members_.front()->devices().at(here);
-  const std::vector<nd::NDArray> gradients = gradients_on(members_, device);
-  const nd::NDArray& flat = flats_.at(here);
-  SlabCopies copies;
-  std::vector<Var> writes;
-  const std::vector<nd::NDArray> parts = slabs(flat, gradients);
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    copies.emplace_back(nd::detail::lazy_view(parts[i]), nd::detail::lazy_view(gradients[i]));
-    writes.push_back(gradients[i].var());
-  }
-  push_slab_copies(flat.engine(), device, std::move(copies), {flat.var()}, writes,
-                   "allreduce_bucket_unpack");
+  push_slab_transfer(flats_.at(here), gradients_on(members_, device), device,
+                     /*into_flat=*/false, "allreduce_bucket_unpack");
 }
 
 void BucketSum::push_device_sum(std::size_t here, const nd::NDArray& after) {
