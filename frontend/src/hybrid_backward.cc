@@ -33,11 +33,14 @@ struct HybridBackward {
   std::vector<NDArray> saved;
   // Alive while the node of a call can still run its gradient.
   std::weak_ptr<void> pending;
-  // The direct variant of the backward graph (captured when some outside leaf had a gradient
-  // buffer at the recording): the same walk with those buffers given as destinations, so that
-  // the parameters' gradients are formed in their buffers (overwritten, or accumulated into
-  // under GradReq::add) instead of in static arrays that a call then copies out. Per outside
-  // leaf: the buffer it writes (undefined: none, the gradient is in direct_gradients).
+  // The direct variant of the backward graph (kept when some rule wrote an outside leaf's
+  // gradient buffer at the recording): the same walk with those buffers given as destinations,
+  // so that the parameters' gradients are formed in their buffers (overwritten, or accumulated
+  // into under GradReq::add) instead of in static arrays that a call then copies out. Per
+  // outside leaf: the buffer it writes (undefined: none, the gradient is in
+  // direct_outside_gradients). It has temporaries of its own: the backward's intermediate
+  // gradients are held twice while both variants exist (the general one serves a call whose
+  // outer backward does not offer those buffers).
   std::vector<autograd::detail::GradientDestination> direct_destinations;
   std::vector<NDArray> direct_input_gradients;
   std::vector<NDArray> direct_outside_gradients;
@@ -170,7 +173,14 @@ std::shared_ptr<HybridBackward> capture_backward(
       if (!destination.written) destination.buffer = NDArray();
       backward->has_direct = backward->has_direct || destination.written;
     }
-    split(direct, backward->direct_input_gradients, backward->direct_outside_gradients);
+    if (backward->has_direct) {
+      split(direct, backward->direct_input_gradients, backward->direct_outside_gradients);
+    } else {
+      // No rule wrote a buffer (no gemm's weight gradient reached a leaf alone): the variant
+      // would only hold a second copy of the backward's temporaries.
+      backward->direct_graph = CapturedGraph{};
+      backward->direct_destinations.clear();
+    }
   }
   return backward;
 }
