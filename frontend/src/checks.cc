@@ -55,11 +55,13 @@ void check_floating(const char* op, DType dtype) {
   }
 }
 
+bool same_view(const NDArray& a, const NDArray& b) {
+  return a.shares_storage_with(b) && NDArrayAccess::offset(a) == NDArrayAccess::offset(b) &&
+         a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
+}
+
 bool overlaps_differently(const NDArray& a, const NDArray& b) {
-  if (!a.shares_storage_with(b)) return false;
-  const bool same_view = NDArrayAccess::offset(a) == NDArrayAccess::offset(b) &&
-                         a.shape() == b.shape() && a.strides() == b.strides();
-  return !same_view;
+  return a.shares_storage_with(b) && !same_view(a, b);
 }
 
 }  // namespace tandem::nd::detail

@@ -26,6 +26,10 @@ void check_dtype(const char* op, DType dtype);
 // Floating types only, e.g. "exp is not defined for int32 arrays".
 void check_floating(const char* op, DType dtype);
 
+// The very same view: one storage, offset, dtype, shape and strides (false for an undefined
+// array).
+bool same_view(const NDArray& a, const NDArray& b);
+
 // The two views may touch the same memory but are not the very same view: an element-wise
 // kernel writing one while reading the other could read values it already overwrote.
 bool overlaps_differently(const NDArray& a, const NDArray& b);

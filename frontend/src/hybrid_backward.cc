@@ -7,6 +7,7 @@
 
 #include "access.h"
 #include "capture_window.h"
+#include "checks.h"
 #include "tandem/errors.h"
 #include "tandem/graph.h"
 #include "tandem/nd/autograd.h"
@@ -51,13 +52,6 @@ struct HybridBackward {
 };
 
 namespace {
-
-// Whether `a` and `b` are the same array: one var, the same elements (a gradient buffer is
-// given as the leaf's own array, never a view of it).
-bool same_array(const NDArray& a, const NDArray& b) {
-  return a.defined() && b.defined() && a.var() == b.var() && a.shape() == b.shape() &&
-         a.dtype() == b.dtype() && NDArrayAccess::offset(a) == NDArrayAccess::offset(b);
-}
 
 struct EdgeHash {
   std::size_t operator()(const std::pair<const Node*, std::uint32_t>& key) const noexcept {
@@ -232,7 +226,7 @@ void record_replayed_call(const std::shared_ptr<HybridBackward>& backward, const
       const autograd::detail::GradientDestination& captured = backward->direct_destinations[k];
       if (!captured.buffer.defined()) continue;
       const std::size_t input = first_outside + k;
-      direct = input < into.size() && same_array(into[input].buffer, captured.buffer) &&
+      direct = input < into.size() && same_view(into[input].buffer, captured.buffer) &&
                into[input].add == captured.add;
     }
     if (direct) {

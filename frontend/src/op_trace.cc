@@ -5,6 +5,7 @@
 #include <string>
 
 #include "access.h"
+#include "checks.h"
 #include "graph_json.h"
 #include "op_trace_graph.h"
 #include "tandem/errors.h"
@@ -20,11 +21,6 @@ std::string constant_name(std::size_t index) {
 namespace {
 
 using nlohmann::json;
-
-bool same_view(const NDArray& a, const NDArray& b) {
-  return NDArrayAccess::offset(a) == NDArrayAccess::offset(b) && a.dtype() == b.dtype() &&
-         a.shape() == b.shape() && a.strides() == b.strides();
-}
 
 json size2d_json(const Size2d& size) {
   return json::array({size.h, size.w});
