@@ -1,9 +1,12 @@
 // What an application does with tandem's front end, built from the installed headers and
 // libraries alone: trains a small network with autograd and a Trainer on cpu and a sim device,
 // hybridizes it, exports it and loads the export back, asks autograd::grad for a gradient,
-// and runs a repeated loop of engine ops under tandem::AutoCapture. Every step checks its
-// result; any failure exits non-zero with what went wrong.
+// runs a repeated loop of engine ops under tandem::AutoCapture, sums over a sim device and the
+// cpu (and is refused NCCL there, with the reason), and trains a hybridized block whose grad
+// request changes midway. Every step checks its result; any failure exits non-zero with what
+// went wrong.
 #include <tandem/auto_capture.h>
+#include <tandem/ops/collectives.h>
 #include <tandem/tandem.h>
 
 #include <unistd.h>
@@ -123,6 +126,67 @@ void repeated_loop_under_auto_capture() {
   require(counter == 200 * 16, "AutoCapture lost or repeated ops");
 }
 
+void allreduce_and_nccl_refusal() {
+  // No waits between the copies, the sum and the reads: the engine orders them.
+  const std::vector<nd::NDArray> arrays{nd::array({1, 2}).copyto(tandem::sim(0)),
+                                        nd::array({10, 20})};
+  nd::allreduce(arrays);
+  for (const nd::NDArray& array : arrays) {
+    require(array.to_vector<double>() == std::vector<double>{11, 22},
+            "allreduce over sim(0) and the cpu gave a wrong sum");
+  }
+  std::string refusal;
+  try {
+    nd::allreduce(arrays, nd::AllreduceAlgorithm::nccl);
+  } catch (const tandem::Error& error) {
+    refusal = error.what();
+  }
+  require(refusal.find("AllreduceAlgorithm::nccl cannot be used") != std::string::npos,
+          "NCCL on sim and cpu arrays was not refused with its reason: '" + refusal + "'");
+  const std::string version = tandem::ops::collective_library_version();
+  std::printf("allreduce: sum on sim(0) and cpu(0); NCCL %s\n",
+              version.empty() ? "not available" : version.c_str());
+}
+
+// A hybridized block and an eager copy get the same gradients, also after set_grad_req.
+void hybridized_gradients_after_set_grad_req() {
+  nd::random::seed(5);
+  nn::Sequential eager, hybrid;
+  for (nn::Sequential* net : {&eager, &hybrid})
+    net->add(nn::Dense(8, nn::relu, {.in_units = 4}))
+        .add(nn::Dense(2, nn::ActivationType::none, {.in_units = 8}));
+  eager.initialize(nn::Xavier());
+  hybrid.initialize(nn::Xavier());
+  const nn::ParameterDict source = eager.collect_params();
+  for (const auto& [name, parameter] : hybrid.collect_params())
+    parameter->set_data(source[name].data());
+  hybrid.hybridize();
+  const auto step = [&] {
+    const nd::NDArray x = nd::random::uniform({5, 4});
+    for (nn::Sequential* net : {&eager, &hybrid}) {
+      nd::NDArray loss;
+      {
+        auto recording = autograd::record();
+        loss = nd::square((*net)(x)).sum();
+      }
+      loss.backward();
+    }
+  };
+  step();
+  step();
+  eager.collect_params().set_grad_req(autograd::GradReq::add);
+  hybrid.collect_params().set_grad_req(autograd::GradReq::add);
+  step();
+  step();
+  const nn::ParameterDict trained = hybrid.collect_params();
+  for (const auto& [name, parameter] : eager.collect_params()) {
+    const std::vector<float> want = parameter->data().grad().to_vector<float>();
+    require(trained[name].data().grad().to_vector<float>() == want,
+            "hybridized gradient of " + name + " differs from eager after set_grad_req");
+  }
+  std::printf("hybridized gradients after set_grad_req: identical to eager\n");
+}
+
 }  // namespace
 
 int main() {
@@ -137,6 +201,8 @@ int main() {
     std::filesystem::remove_all(dir);
     gradient_without_buffers();
     repeated_loop_under_auto_capture();
+    allreduce_and_nccl_refusal();
+    hybridized_gradients_after_set_grad_req();
     std::printf("frontend consumer: OK\n");
     return 0;
   } catch (const std::exception& error) {
