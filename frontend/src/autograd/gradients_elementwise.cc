@@ -1,10 +1,10 @@
 // Gradient rules of the element-wise ops. Broadcast inputs get the output gradient summed over
 // the axes they were broadcast along.
-#include "../access.h"
-#include "record.h"
+#include "autograd/record.h"
+#include "autograd/tape.h"
+#include "core/access.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/reduce.h"
-#include "tape.h"
 
 namespace tandem::autograd::detail {
 
