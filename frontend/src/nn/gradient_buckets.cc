@@ -4,10 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "core/access.h"
-#include "core/kernels.h"
-#include "core/lazy_view.h"
-#include "core/transfer.h"
+#include "distributed/collective_ops.h"
 #include "distributed/nccl_allreduce.h"
 #include "tandem/errors.h"
 #include "tandem/nd/multi_device.h"
@@ -34,21 +31,6 @@ bool same_place(const Parameter& a, const Parameter& b) {
   return a.devices() == b.devices() && a.dtype() == b.dtype();
 }
 
-using SlabCopies = std::vector<std::pair<nd::detail::LazyView, nd::detail::LazyView>>;
-
-// One op on `device` that runs `copies` (from, to) one after the other, on its compute queue (a
-// bucket's pack: part of the exchange, named so in the profiler, not of the backward).
-void push_slab_copies(Engine& engine, Device device, SlabCopies copies, std::vector<Var> reads,
-                      std::vector<Var> writes, const char* name) {
-  engine.push(
-      [copies = std::move(copies)](RunContext& ctx) {
-        const ops::Kernels& table = nd::detail::kernels(ctx);
-        for (const auto& [from, to] : copies)
-          table.copy(ctx.stream(), from.resolve(), to.resolve());
-      },
-      device, reads, writes, {.name = name});
-}
-
 // The slab of `flat` that holds each of `gradients`, in order.
 std::vector<nd::NDArray> slabs(const nd::NDArray& flat, const std::vector<nd::NDArray>& gradients) {
   std::vector<nd::NDArray> result;
@@ -65,23 +47,11 @@ std::vector<nd::NDArray> slabs(const nd::NDArray& flat, const std::vector<nd::ND
 // or, `into_flat` false, each slab back into its gradient (the unpack after a sum through NCCL).
 void push_slab_transfer(const nd::NDArray& flat, const std::vector<nd::NDArray>& gradients,
                         Device device, bool into_flat, const char* name) {
-  SlabCopies copies;
-  std::vector<Var> gradient_vars;
   const std::vector<nd::NDArray> parts = slabs(flat, gradients);
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    nd::detail::LazyView gradient = nd::detail::lazy_view(gradients[i]);
-    nd::detail::LazyView slab = nd::detail::lazy_view(parts[i]);
-    if (into_flat) {
-      copies.emplace_back(std::move(gradient), std::move(slab));
-    } else {
-      copies.emplace_back(std::move(slab), std::move(gradient));
-    }
-    gradient_vars.push_back(gradients[i].var());
-  }
   if (into_flat) {
-    push_slab_copies(flat.engine(), device, std::move(copies), gradient_vars, {flat.var()}, name);
+    nd::detail::push_copies(gradients, parts, device, name);
   } else {
-    push_slab_copies(flat.engine(), device, std::move(copies), {flat.var()}, gradient_vars, name);
+    nd::detail::push_copies(parts, gradients, device, name);
   }
 }
 
@@ -157,8 +127,8 @@ void BucketSum::pack(std::size_t copy) {
   } else {
     std::int64_t elements = 0;
     for (const nd::NDArray& gradient : gradients) elements += gradient.size();
-    nd::NDArray flat = nd::detail::allocate_array(first.engine(), {elements}, first.dtype(), device,
-                                                  "allreduce_bucket_pack");
+    nd::NDArray flat = nd::detail::allocate_on(first.engine(), {elements}, first.dtype(), device,
+                                               "allreduce_bucket_pack");
     push_slab_transfer(flat, gradients, device, /*into_flat=*/true, "allreduce_bucket_pack");
     flats_[copy] = std::move(flat);
   }
@@ -184,8 +154,7 @@ void BucketSum::send() {
   for (std::size_t from = 0; from < count; ++from) {
     for (std::size_t to = 0; to < count; ++to) {
       if (to == from) continue;
-      received_[to][from] =
-          nd::detail::copy_to_device_named(flats_[from], devices[to], "allreduce");
+      received_[to][from] = nd::detail::copy_to_device_as(flats_[from], devices[to], "allreduce");
     }
   }
 }
@@ -226,67 +195,17 @@ void BucketSum::push_device_sum(std::size_t here, const nd::NDArray& after) {
   const std::size_t count = devices.size();
   const std::vector<nd::NDArray> gradients = gradients_on(members_, devices[here]);
   const std::vector<nd::NDArray>& received = received_[here];
-  // Per member: its gradient and, per device, the slab of the received flat that holds it (the
-  // gradient itself for `here`).
-  struct Member {
-    nd::detail::DenseRef gradient;
-    std::vector<nd::detail::DenseRef> parts;  // per device; parts[here] unused
-    std::int64_t elements = 0;
-  };
-  std::vector<Member> members;
-  std::vector<std::vector<nd::NDArray>> received_slabs(count);
-  for (std::size_t d = 0; d < count; ++d) {
-    if (d != here) received_slabs[d] = slabs(received[d], gradients);
-  }
-  for (std::size_t m = 0; m < gradients.size(); ++m) {
-    Member member{nd::detail::dense_ref(gradients[m]), {}, gradients[m].size()};
-    for (std::size_t d = 0; d < count; ++d) {
-      member.parts.push_back(d == here ? member.gradient
-                                       : nd::detail::dense_ref(received_slabs[d][m]));
-    }
-    members.push_back(std::move(member));
-  }
-  // ((g0 + g1) + g2) + ... with g_here = the gradient: the sum of the flats before it, formed in
-  // the first received flat (ours), then gradient = gradient + that sum (the same bits as that
-  // sum + gradient: float addition is commutative), then the flats after it added in order.
-  std::vector<Var> writes;
-  for (const nd::NDArray& gradient : gradients) writes.push_back(gradient.var());
-  if (here >= 2) writes.push_back(received[0].var());
-  std::vector<Var> reads;
-  const auto read = [&](Var var) {
-    if (std::find(writes.begin(), writes.end(), var) == writes.end() &&
-        std::find(reads.begin(), reads.end(), var) == reads.end()) {
-      reads.push_back(var);
-    }
-  };
-  for (std::size_t d = (here >= 2 ? 1 : 0); d < count; ++d) {
-    if (d != here) read(received[d].var());
-  }
+  // Per device, the slab of its received flat that holds each member (the gradients themselves
+  // for `here`), summed into the gradients in device order: ((g0 + g1) + g2) + ..., the sum of
+  // the flats before `here` formed in the first received flat (ours).
+  std::vector<std::vector<nd::NDArray>> addends(count);
+  for (std::size_t d = 0; d < count; ++d)
+    addends[d] = d == here ? gradients : slabs(received[d], gradients);
   // `after` (the device's last gradient written by this step's backward) only orders the op: the
   // op is granted once the device's backward is launched, so it queues behind it on the device's
   // stream instead of in the middle (where it would hold the stream until every device has
   // produced the bucket).
-  if (after.defined()) read(after.var());
-  const ops::DType dtype = gradients.front().dtype();
-  gradients.front().engine().push(
-      [members = std::move(members), here, count, dtype](RunContext& ctx) {
-        const ops::Kernels& table = nd::detail::kernels(ctx);
-        const auto add = [&](const nd::detail::DenseRef& a, const nd::detail::DenseRef& b,
-                             const nd::detail::DenseRef& out, std::int64_t n) {
-          table.binary_dense(ctx.stream(), ops::BinaryOp::add, dtype, a.resolve(), b.resolve(),
-                             out.resolve(), n);
-        };
-        for (const Member& member : members) {
-          const std::int64_t n = member.elements;
-          for (std::size_t d = 1; d < here; ++d)
-            add(member.parts[0], member.parts[d], member.parts[0], n);
-          if (here > 0) add(member.gradient, member.parts[0], member.gradient, n);
-          for (std::size_t d = here + 1; d < count; ++d) {
-            add(member.gradient, member.parts[d], member.gradient, n);
-          }
-        }
-      },
-      devices[here], reads, writes, {.name = "allreduce_bucket_sum"});
+  nd::detail::push_sum_in_device_order(addends, here, after, devices[here], "allreduce_bucket_sum");
 }
 
 }  // namespace tandem::nn::detail

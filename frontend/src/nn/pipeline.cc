@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/backend.h"
-#include "core/transfer.h"
+#include "distributed/collective_ops.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/creation.h"
@@ -21,16 +20,16 @@ nd::NDArray softmax_cross_entropy_loss(const nd::NDArray& output, const nd::NDAr
 Pipeline& Pipeline::add_stage(std::shared_ptr<Block> block, Device device) {
   const std::string stage = "stage " + std::to_string(devices_.size());
   if (!block) throw Error("tandem: Pipeline::add_stage: " + stage + " is a null block");
-  nd::detail::require_backend(device, ("Pipeline::add_stage (" + stage + ")").c_str());
+  nd::detail::require_device(device, ("Pipeline::add_stage (" + stage + ")").c_str());
   if (!devices_.empty()) {
-    nd::detail::check_transfer(
+    nd::detail::require_copy_path(
         ("Pipeline::add_stage (" + stage + " after a stage on " + to_string(devices_.back()) + ")")
             .c_str(),
         devices_.back(), device);
-    nd::detail::check_transfer(("Pipeline::add_stage (gradients from " + stage + " back to " +
-                                to_string(devices_.back()) + ")")
-                                   .c_str(),
-                               device, devices_.back());
+    nd::detail::require_copy_path(("Pipeline::add_stage (gradients from " + stage + " back to " +
+                                   to_string(devices_.back()) + ")")
+                                      .c_str(),
+                                  device, devices_.back());
   }
   blocks_.push_back(register_child(std::to_string(devices_.size()), std::move(block)));
   devices_.push_back(device);
@@ -76,10 +75,10 @@ void Pipeline::check_batch(const nd::NDArray& data, const nd::NDArray& label,
                 data.shape().to_string() + ") but the labels have " +
                 std::to_string(label.shape()[0]) + " (shape " + label.shape().to_string() + ")");
   }
-  nd::detail::check_transfer("Pipeline::forward_backward (the data to stage 0)", data.device(),
-                             devices_.front());
-  nd::detail::check_transfer("Pipeline::forward_backward (the labels to the last stage)",
-                             label.device(), devices_.back());
+  nd::detail::require_copy_path("Pipeline::forward_backward (the data to stage 0)", data.device(),
+                                devices_.front());
+  nd::detail::require_copy_path("Pipeline::forward_backward (the labels to the last stage)",
+                                label.device(), devices_.back());
   if (options.split_size < 1) {
     throw Error(std::string(op) + "split_size must be >= 1 (rows per micro-batch), got " +
                 std::to_string(options.split_size));
