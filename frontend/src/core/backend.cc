@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "tandem/accel/backend.h"
 #include "tandem/device_info.h"
 #include "tandem/errors.h"
 
@@ -10,26 +11,16 @@ namespace tandem::nd::detail {
 namespace {
 
 // Why `kind` has no device at all: a backend missing from the build, or one that is built and
-// finds nothing to run on. The two need different fixes (rebuild vs. driver, visible devices).
+// finds nothing to run on. The two need different fixes (rebuild vs. driver, visible devices),
+// and the backend's row says which applies and what to do.
 std::string why_none(DeviceKind kind) {
   const std::string count = std::string("device_count(") + kind_name(kind) + ") == 0";
-  switch (kind) {
-    case DeviceKind::cuda:
-#ifdef TANDEM_HAVE_CUDA
-      return "the gpu backend is built, but the CUDA runtime found no device or no driver (" +
-             count +
-             "; check the NVIDIA driver and CUDA_VISIBLE_DEVICES, TANDEM_LOG_LEVEL=info logs "
-             "cudaGetDeviceCount's answer)";
-#else
-      return "this build has no gpu backend (" + count + "; configure with -DTANDEM_CUDA=ON)";
-#endif
-    case DeviceKind::sim:
-      return "no sim devices are configured (" + count +
-             "; set TANDEM_SIM_DEVICES or AcceleratorConfig::sim_devices)";
-    case DeviceKind::cpu:
-      break;
-  }
-  return count;
+  if (kind == DeviceKind::cpu) return count;
+  const Backend& row = backend(kind);
+  if (row.no_devices_reason.empty()) return count;
+  std::string text = row.no_devices_reason + " (" + count;
+  if (!row.no_devices_fix.empty()) text += "; " + row.no_devices_fix;
+  return text + ")";
 }
 
 }  // namespace

@@ -92,7 +92,8 @@ void allreduce(const std::vector<NDArray>& arrays, AllreduceAlgorithm algorithm)
     case AllreduceAlgorithm::automatic:
       break;
   }
-  if (total.device().kind == DeviceKind::cuda && detail::nccl_unusable(arrays).empty()) {
+  // NCCL where it can sum these arrays (gpu devices, NCCL loadable); it says no for other kinds.
+  if (detail::nccl_unusable(arrays).empty()) {
     detail::nccl_allreduce(arrays);
     return;
   }

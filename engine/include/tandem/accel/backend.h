@@ -42,6 +42,12 @@ struct Backend {
   // Appended to the error for a device that does not exist: how to get more of them, e.g.
   // "(set TANDEM_SIM_DEVICES or AcceleratorConfig::sim_devices for more)".
   std::string more_devices_hint;
+  // Why this kind has no device at all, and what to do about it, for the front end's error on
+  // an op for such a device: "<no_devices_reason> (device_count(gpu) == 0; <no_devices_fix>)",
+  // e.g. "no sim devices are configured" and "set TANDEM_SIM_DEVICES or ...". Left empty, the
+  // error names the count alone.
+  std::string no_devices_reason;
+  std::string no_devices_fix;
 };
 
 // Registers an accelerator kind made at run time (a test backend, a plug-in) and returns the

@@ -22,6 +22,11 @@ Backend cuda_backend() {
   };
   row.more_devices_hint =
       "(the CUDA runtime sees no more; check the driver and CUDA_VISIBLE_DEVICES)";
+  row.no_devices_reason =
+      "the gpu backend is built, but the CUDA runtime found no device or no driver";
+  row.no_devices_fix =
+      "check the NVIDIA driver and CUDA_VISIBLE_DEVICES, TANDEM_LOG_LEVEL=info logs "
+      "cudaGetDeviceCount's answer";
 #else
   row.device_count = [](const AcceleratorConfig&) { return 0; };
   row.create = [](Device device, const AcceleratorConfig&) -> std::unique_ptr<Accelerator> {
@@ -31,6 +36,8 @@ Backend cuda_backend() {
     throw Error(text);
   };
   row.more_devices_hint = "(this build of tandem has no CUDA support)";
+  row.no_devices_reason = "this build has no gpu backend";
+  row.no_devices_fix = "configure with -DTANDEM_CUDA=ON";
 #endif
   return row;
 }

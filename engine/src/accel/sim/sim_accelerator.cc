@@ -93,6 +93,8 @@ Backend sim_backend() {
     return std::make_unique<SimAccelerator>(device.id, config);
   };
   row.more_devices_hint = "(set TANDEM_SIM_DEVICES or AcceleratorConfig::sim_devices for more)";
+  row.no_devices_reason = "no sim devices are configured";
+  row.no_devices_fix = "set TANDEM_SIM_DEVICES or AcceleratorConfig::sim_devices";
   return row;
 }
 
