@@ -257,7 +257,7 @@ TEST_CASE("the registry counts sim devices and names a missing device and the co
 }
 
 TEST_CASE("a host item skipped after an upstream failure is destroyed, releasing its captures") {
-  // What frontend/src/transfer.cc relies on: the pinned stage of a skipped copy goes back to
+  // What frontend/src/core/transfer.cc relies on: the pinned stage of a skipped copy goes back to
   // the pool when the last item holding it is destroyed.
   use_sim_test_config();
   Accelerator& device = accelerator(sim(0));

@@ -28,7 +28,8 @@ TEST_SUITE("cuda.failure_paths") {
     tandem::Stream& second = gpu.stream(Queue::copy_d2h);
     first.enqueue_host([] { throw std::runtime_error("upstream failure"); }, {});
     second.wait(first.record());
-    auto held = std::make_shared<int>(0);  // stands for a pinned stage (frontend/src/transfer.cc)
+    // `held` stands for a pinned stage (frontend/src/core/transfer.cc).
+    auto held = std::make_shared<int>(0);
     std::atomic<bool> ran{false};
     second.enqueue_host([held, &ran] { ran = true; }, {});
     tandem::EventRef done = second.record();

@@ -1,5 +1,5 @@
-// Stream-ordered reuse of a dead array's storage (frontend/src/storage_reuse.h): a new array of
-// the same size takes the block and the var of a dead one, so its first write is ordered after
+// Stream-ordered reuse of a dead array's storage (frontend/src/core/storage_reuse.h): a new array
+// of the same size takes the block and the var of a dead one, so its first write is ordered after
 // every op still queued on the dead array, without a wait.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// StorageRef: the counted reference an NDArray holds to its storage (frontend/src/storage.h).
+// StorageRef: the counted reference an NDArray holds to its storage (frontend/src/core/storage.h).
 // Not part of the public API; it lives in a public header only because NDArray holds one.
 //
 // Intrusive rather than std::shared_ptr: creating an array then costs one pooled object and no
