@@ -34,6 +34,7 @@
   X(relu,     Relu,     any,      1.0, (x), g * (x > 0.0))                     \
   X(exp,      Exp,      floating, 8.0, (y), g * y)                             \
   X(log,      Log,      floating, 8.0, (x), g / x)                             \
+  X(log1p,    Log1p,    floating, 8.0, (x), g / (x + 1.0))                     \
   X(sqrt,     Sqrt,     floating, 1.0, (y), g / (y * 2.0))                     \
   X(sigmoid,  Sigmoid,  floating, 8.0, (y), g * y * (1.0 - y))                 \
   X(tanh,     Tanh,     floating, 8.0, (y), g * (1.0 - square(y)))
@@ -79,6 +80,13 @@ struct Log {
   template <class T>
   TANDEM_HOST_DEVICE T operator()(T a) const {
     return std::log(a);
+  }
+};
+// log(1 + a), accurate for small a.
+struct Log1p {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a) const {
+    return std::log1p(a);
   }
 };
 struct Sqrt {
