@@ -21,12 +21,12 @@
 #include <unordered_set>
 #include <utility>
 
-#include "../access.h"
-#include "../checks.h"
+#include "autograd/tape.h"
+#include "core/access.h"
+#include "core/checks.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
-#include "tape.h"
 
 namespace tandem::autograd {
 

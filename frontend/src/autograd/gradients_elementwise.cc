@@ -8,11 +8,11 @@
 #include <cmath>
 #include <type_traits>
 
-#include "../access.h"
-#include "record.h"
+#include "autograd/record.h"
+#include "autograd/tape.h"
+#include "core/access.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/reduce.h"
-#include "tape.h"
 
 namespace tandem::autograd::detail {
 

@@ -1,14 +1,14 @@
 // Gradient rules of the reductions and of dot, and the broadcasting helpers the rules share.
 #include <string>
 
-#include "../access.h"
-#include "../product_into.h"
-#include "record.h"
+#include "autograd/record.h"
+#include "autograd/tape.h"
+#include "core/access.h"
+#include "ops/product_into.h"
 #include "tandem/errors.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/linalg.h"
 #include "tandem/nd/reduce.h"
-#include "tape.h"
 
 namespace tandem::autograd::detail {
 

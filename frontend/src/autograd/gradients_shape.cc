@@ -2,10 +2,10 @@
 // dtypes and devices, and of concat.
 #include <numeric>
 
-#include "../access.h"
-#include "record.h"
+#include "autograd/record.h"
+#include "autograd/tape.h"
+#include "core/access.h"
 #include "tandem/nd/linalg.h"
-#include "tape.h"
 
 namespace tandem::autograd::detail {
 

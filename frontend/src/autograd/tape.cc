@@ -1,12 +1,12 @@
 // Recording: the thread's mode, the scopes, and how ops add nodes to the tape.
-#include "tape.h"
+#include "autograd/tape.h"
 
 #include <string>
 #include <utility>
 
-#include "../access.h"
-#include "../checks.h"
-#include "../op_trace.h"
+#include "core/access.h"
+#include "core/checks.h"
+#include "graph/op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 

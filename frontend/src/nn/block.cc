@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "../op_trace.h"
+#include "graph/op_trace.h"
 #include "tandem/errors.h"
 
 namespace tandem::nn {

@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../file_bytes.h"
-#include "../graph_json.h"
-#include "../op_trace.h"
-#include "../op_trace_graph.h"
-#include "graph_format.h"
+#include "graph/graph_json.h"
+#include "graph/op_trace.h"
+#include "graph/op_trace_graph.h"
+#include "io/file_bytes.h"
+#include "nn/graph_format.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/save_load.h"

@@ -1,14 +1,14 @@
-#include "gradient_buckets.h"
+#include "nn/gradient_buckets.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "../access.h"
-#include "../kernels.h"
-#include "../lazy_view.h"
-#include "../nccl_allreduce.h"
-#include "../transfer.h"
+#include "core/access.h"
+#include "core/kernels.h"
+#include "core/lazy_view.h"
+#include "core/transfer.h"
+#include "distributed/nccl_allreduce.h"
 #include "tandem/errors.h"
 #include "tandem/nd/multi_device.h"
 

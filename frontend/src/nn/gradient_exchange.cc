@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "gradient_buckets.h"
+#include "nn/gradient_buckets.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/multi_device.h"

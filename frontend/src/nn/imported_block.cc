@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "../file_bytes.h"
-#include "../graph_json.h"
-#include "../graph_ops.h"
-#include "../op_trace_graph.h"
-#include "graph_format.h"
+#include "graph/graph_json.h"
+#include "graph/graph_ops.h"
+#include "graph/op_trace_graph.h"
+#include "io/file_bytes.h"
+#include "nn/graph_format.h"
 #include "tandem/errors.h"
 #include "tandem/nd/save_load.h"
 #include "tandem/nn/initializer.h"

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <string>
 
-#include "../backend.h"
-#include "../transfer.h"
+#include "core/backend.h"
+#include "core/transfer.h"
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/creation.h"

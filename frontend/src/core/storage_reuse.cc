@@ -1,0 +1,175 @@
+// The park of dead arrays' storages (storage_reuse.h).
+//
+// One mutex guards a short FIFO of parked storages (oldest first) and the count of open scopes
+// per engine. Both the decision to park (is the engine still known to be alive?) and the
+// freeing of an engine's parked storages happen under it, so a storage parked by a worker while
+// the last scope on its engine closes is either freed by that close or not parked at all.
+// The FIFO is a fixed array: parking never allocates, since it runs in release (noexcept).
+#include "core/storage_reuse.h"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/storage.h"
+
+namespace tandem::nd::detail {
+
+namespace {
+
+struct ParkedStorage {
+  Engine* owner = nullptr;
+  Storage* storage = nullptr;
+};
+
+class StoragePark {
+ public:
+  bool park(Storage* storage, Engine& owner) noexcept {
+    std::array<ParkedStorage, kMaxParkedStorages> evicted;
+    std::size_t evicted_count = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (&owner != process_engine_.load(std::memory_order_relaxed) &&
+          open_scopes_.find(&owner) == open_scopes_.end()) {
+        return false;
+      }
+      while (count_ == kMaxParkedStorages || bytes_ + storage->bytes > kMaxParkedBytes) {
+        evicted[evicted_count++] = remove_locked(0);
+      }
+      parked_[count_++] = {&owner, storage};
+      bytes_ += storage->bytes;
+      published_count_.store(count_, std::memory_order_relaxed);
+    }
+    for (std::size_t i = 0; i < evicted_count; ++i) {
+      free_storage(evicted[i].storage, *evicted[i].owner);
+    }
+    return true;
+  }
+
+  Storage* take(const Engine& engine, Device device, std::size_t bytes) noexcept {
+    if (published_count_.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < count_; ++i) {
+      const Storage& candidate = *parked_[i].storage;
+      if (parked_[i].owner == &engine && candidate.bytes == bytes && candidate.device == device) {
+        Storage* storage = remove_locked(i).storage;
+        storage->references.store(1, std::memory_order_relaxed);
+        return storage;
+      }
+    }
+    return nullptr;
+  }
+
+  // Frees every parked storage of `engine` and stops parking for it as the process engine.
+  void release_process_engine(Engine& engine) noexcept {
+    Engine* expected = &engine;
+    process_engine_.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
+    free_parked_of(engine);
+  }
+
+  void note_process_engine(Engine& engine) noexcept {
+    if (process_engine_.load(std::memory_order_relaxed) != &engine) {
+      process_engine_.store(&engine, std::memory_order_relaxed);
+    }
+  }
+
+  void scope_opened(Engine& engine) {
+    std::lock_guard lock(mutex_);
+    ++open_scopes_[&engine];
+  }
+
+  void scope_closed(Engine& engine) noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = open_scopes_.find(&engine);
+      if (it == open_scopes_.end() || --it->second > 0) return;
+      open_scopes_.erase(it);
+    }
+    // The process engine keeps parking (and keeps its parked storages) after its scopes close.
+    if (&engine != process_engine_.load(std::memory_order_relaxed)) free_parked_of(engine);
+  }
+
+  std::size_t count() const noexcept { return published_count_.load(std::memory_order_relaxed); }
+
+ private:
+  ParkedStorage remove_locked(std::size_t index) noexcept {
+    const ParkedStorage removed = parked_[index];
+    for (std::size_t i = index + 1; i < count_; ++i) parked_[i - 1] = parked_[i];
+    --count_;
+    bytes_ -= removed.storage->bytes;
+    published_count_.store(count_, std::memory_order_relaxed);
+    return removed;
+  }
+
+  void free_parked_of(Engine& engine) noexcept {
+    std::array<ParkedStorage, kMaxParkedStorages> freed;
+    std::size_t freed_count = 0;
+    {
+      std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < count_;) {
+        if (parked_[i].owner == &engine) {
+          freed[freed_count++] = remove_locked(i);
+        } else {
+          ++i;
+        }
+      }
+    }
+    for (std::size_t i = 0; i < freed_count; ++i) {
+      free_storage(freed[i].storage, *freed[i].owner);
+    }
+  }
+
+  std::mutex mutex_;
+  std::array<ParkedStorage, kMaxParkedStorages> parked_{};  // oldest first, count_ of them
+  std::size_t count_ = 0;
+  std::size_t bytes_ = 0;
+  std::atomic<std::size_t> published_count_{0};  // count_, readable without the mutex
+  std::atomic<Engine*> process_engine_{nullptr};
+  std::unordered_map<Engine*, int> open_scopes_;
+};
+
+// Never destroyed: arrays may die during static destruction.
+StoragePark& park() {
+  static StoragePark* instance = new StoragePark;
+  return *instance;
+}
+
+}  // namespace
+
+bool park_storage(Storage* storage, Engine& owner) noexcept {
+  if (storage->accelerator != nullptr || storage->bytes < kParkedFromBytes ||
+      storage->bytes > kMaxParkedBytes) {
+    return false;
+  }
+  return park().park(storage, owner);
+}
+
+Storage* take_parked_storage(const Engine& engine, Device device, std::size_t bytes) noexcept {
+  if (device.is_accelerator() || bytes < kParkedFromBytes || bytes > kMaxParkedBytes) {
+    return nullptr;
+  }
+  return park().take(engine, device, bytes);
+}
+
+void note_process_engine(Engine& engine) noexcept {
+  park().note_process_engine(engine);
+}
+
+void release_process_engine(Engine& engine) noexcept {
+  park().release_process_engine(engine);
+}
+
+void note_scope_opened(Engine& engine) {
+  park().scope_opened(engine);
+}
+
+void note_scope_closed(Engine& engine) noexcept {
+  park().scope_closed(engine);
+}
+
+std::size_t parked_storage_count() noexcept {
+  return park().count();
+}
+
+}  // namespace tandem::nd::detail

@@ -1,0 +1,220 @@
+// conv2d and its gradients: every check at the call, then one queued kernel per op.
+#include "tandem/nd/convolution.h"
+
+#include <string>
+
+#include "autograd/tape.h"
+#include "core/access.h"
+#include "core/checks.h"
+#include "core/view_op.h"
+#include "graph/op_trace.h"
+#include "tandem/errors.h"
+#include "tandem/nd/autograd.h"
+#include "tandem/nd/reduce.h"
+
+namespace tandem::nd {
+
+namespace {
+
+using ops::Conv2dGeometry;
+
+[[noreturn]] void fail(const char* op, const std::string& what) {
+  throw Error(std::string("tandem: ") + op + ": " + what);
+}
+
+void check_options(const char* op, const Conv2dOptions& o) {
+  if (o.stride.h < 1 || o.stride.w < 1)
+    fail(op, "stride " + o.stride.to_string() + " must be >= 1");
+  if (o.dilation.h < 1 || o.dilation.w < 1) {
+    fail(op, "dilation " + o.dilation.to_string() + " must be >= 1");
+  }
+  if (o.padding.h < 0 || o.padding.w < 0) {
+    fail(op, "padding " + o.padding.to_string() + " must be >= 0");
+  }
+  if (o.groups < 1) fail(op, "groups " + std::to_string(o.groups) + " must be >= 1");
+}
+
+// The geometry of conv(x of x_shape, weight of w_shape), checked.
+Conv2dGeometry geometry(const char* op, const Shape& x, const Shape& w, const Conv2dOptions& o) {
+  check_options(op, o);
+  if (x.ndim() != 4) fail(op, "x must be 4-D (N, C, H, W), got shape " + x.to_string());
+  if (w.ndim() != 4) {
+    fail(op, "weight must be 4-D (out_channels, in_channels / groups, KH, KW), got shape " +
+                 w.to_string());
+  }
+  Conv2dGeometry g;
+  g.batch = x[0];
+  g.in_channels = x[1];
+  g.in_h = x[2];
+  g.in_w = x[3];
+  g.out_channels = w[0];
+  g.kernel_h = w[2];
+  g.kernel_w = w[3];
+  g.stride_h = o.stride.h;
+  g.stride_w = o.stride.w;
+  g.pad_h = o.padding.h;
+  g.pad_w = o.padding.w;
+  g.dilation_h = o.dilation.h;
+  g.dilation_w = o.dilation.w;
+  g.groups = o.groups;
+  const std::string shapes = " (x shape " + x.to_string() + ", weight shape " + w.to_string() +
+                             ", groups " + std::to_string(o.groups) + ")";
+  if (g.in_channels < 1 || g.out_channels < 1 || g.kernel_h < 1 || g.kernel_w < 1) {
+    fail(op, "channels and kernel sizes must be >= 1" + shapes);
+  }
+  if (g.in_channels % g.groups != 0 || g.out_channels % g.groups != 0) {
+    fail(op, "the input channels (" + std::to_string(g.in_channels) +
+                 ") and the output channels (" + std::to_string(g.out_channels) +
+                 ") must both be multiples of groups" + shapes);
+  }
+  if (w[1] != g.in_channels / g.groups) {
+    fail(op, "weight dimension 1 must be in_channels / groups = " +
+                 std::to_string(g.in_channels / g.groups) + ", got " + std::to_string(w[1]) +
+                 shapes);
+  }
+  const std::int64_t span_h = g.dilation_h * (g.kernel_h - 1) + 1;
+  const std::int64_t span_w = g.dilation_w * (g.kernel_w - 1) + 1;
+  if (g.in_h + 2 * g.pad_h < span_h || g.in_w + 2 * g.pad_w < span_w) {
+    fail(op, "the dilated kernel (" + std::to_string(span_h) + "x" + std::to_string(span_w) +
+                 ") is larger than the padded input (" + std::to_string(g.in_h + 2 * g.pad_h) +
+                 "x" + std::to_string(g.in_w + 2 * g.pad_w) + ", padding " + o.padding.to_string() +
+                 ", dilation " + o.dilation.to_string() + ")" + shapes);
+  }
+  g.out_h = (g.in_h + 2 * g.pad_h - span_h) / g.stride_h + 1;
+  g.out_w = (g.in_w + 2 * g.pad_w - span_w) / g.stride_w + 1;
+  return g;
+}
+
+Shape output_shape(const Conv2dGeometry& g) {
+  return Shape{g.batch, g.out_channels, g.out_h, g.out_w};
+}
+
+// A dense view of `array`: itself when it is row-major already, else a dense copy (queued).
+NDArray dense(const NDArray& array) {
+  return array.is_contiguous() ? array : array.copy();
+}
+
+void check_floating_same(const char* op, const NDArray& a, const NDArray& b) {
+  detail::check_floating(op, a.dtype());
+  detail::check_same_dtype(op, a, b);
+}
+
+void check_shape(const char* op, const char* what, const NDArray& array, const Shape& expected) {
+  if (array.shape() != expected) {
+    fail(op, std::string(what) + " must have shape " + expected.to_string() + ", got " +
+                 array.shape().to_string());
+  }
+}
+
+// The conv2d node: each gradient only when its input needs one; a rule saves only what its
+// gradients read (dx reads the weight, dweight reads x).
+void record_conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
+                   const Conv2dOptions& options, NDArray& out) {
+  const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
+  const bool has_bias = bias.defined(), need_b = has_bias && bias.needs_grad();
+  autograd::detail::Saver save;
+  const NDArray saved_x = need_w ? save(x) : NDArray();
+  const NDArray saved_w = need_x ? save(weight) : NDArray();
+  std::vector<NDArray> inputs{x, weight};
+  if (has_bias) inputs.push_back(bias);
+  autograd::detail::record_node(
+      "conv2d", inputs, {&out}, save.take(),
+      [=, x_shape = x.shape(), w_shape = weight.shape()](const std::vector<NDArray>& g) {
+        std::vector<NDArray> grads{
+            need_x ? conv2d_backward_data(g[0], saved_w, x_shape, options) : NDArray(),
+            need_w ? conv2d_backward_weight(g[0], saved_x, w_shape, options) : NDArray()};
+        if (has_bias) grads.push_back(need_b ? conv2d_backward_bias(g[0]) : NDArray());
+        return grads;
+      });
+}
+
+}  // namespace
+
+Shape conv2d_output_shape(const Shape& x, const Shape& weight, const Conv2dOptions& options) {
+  return output_shape(geometry("conv2d", x, weight, options));
+}
+
+NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
+               const Conv2dOptions& options) {
+  const char* op = "conv2d";
+  Engine& engine = bias.defined() ? detail::check_same_place(op, {&x, &weight, &bias})
+                                  : detail::check_same_place(op, {&x, &weight});
+  const bool record = bias.defined() ? autograd::detail::should_record({&x, &weight, &bias})
+                                     : autograd::detail::should_record({&x, &weight});
+  // The dense copies below are the op's own business, not nodes of the graph.
+  const auto paused = autograd::pause(autograd::is_training());
+  const detail::TracePause trace_paused;
+  check_floating_same(op, x, weight);
+  const Conv2dGeometry g = geometry(op, x.shape(), weight.shape(), options);
+  if (bias.defined()) {
+    detail::check_same_dtype(op, x, bias);
+    check_shape(op, "bias", bias, Shape{g.out_channels});
+  }
+  NDArray out = detail::allocate_array(engine, output_shape(g), x.dtype(), x.device(), op);
+  const NDArray dx = dense(x), dw = dense(weight), db = bias.defined() ? dense(bias) : NDArray();
+  const detail::LazyView vb = db.defined() ? detail::lazy_view(db) : detail::LazyView{};
+  const Var reads[3] = {dx.var(), dw.var(), db.defined() ? db.var() : dw.var()};
+  detail::push_view_op<4>(
+      engine, out.device(), op,
+      {detail::lazy_view(dx), detail::lazy_view(dw), vb, detail::lazy_view(out)},
+      std::span<const Var>(reads), {out.var()},
+      [g](const ops::Kernels& k, Stream* s, const auto& v) {
+        k.conv2d(s, v[0], v[1], v[2], v[3], g);
+      });
+  if (record) record_conv2d(x, weight, bias, options, out);
+  if (auto* trace = trace_paused.trace()) trace->conv2d(x, weight, bias, options, out);
+  return out;
+}
+
+NDArray conv2d(const NDArray& x, const NDArray& weight, const Conv2dOptions& options) {
+  return conv2d(x, weight, NDArray(), options);
+}
+
+NDArray conv2d_backward_data(const NDArray& grad_out, const NDArray& weight,
+                             const Shape& input_shape, const Conv2dOptions& options) {
+  const char* op = "conv2d_backward_data";
+  Engine& engine = detail::check_same_place(op, {&grad_out, &weight});
+  check_floating_same(op, grad_out, weight);
+  const Conv2dGeometry g = geometry(op, input_shape, weight.shape(), options);
+  check_shape(op, "grad_out", grad_out, output_shape(g));
+  NDArray out =
+      detail::allocate_array(engine, input_shape, grad_out.dtype(), grad_out.device(), op);
+  const NDArray dy = dense(grad_out), dw = dense(weight);
+  detail::push_view_op<3>(engine, out.device(), op,
+                          {detail::lazy_view(dy), detail::lazy_view(dw), detail::lazy_view(out)},
+                          {dy.var(), dw.var()}, {out.var()},
+                          [g](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.conv2d_backward_data(s, v[0], v[1], v[2], g);
+                          });
+  return out;
+}
+
+NDArray conv2d_backward_weight(const NDArray& grad_out, const NDArray& x, const Shape& weight_shape,
+                               const Conv2dOptions& options) {
+  const char* op = "conv2d_backward_weight";
+  Engine& engine = detail::check_same_place(op, {&grad_out, &x});
+  check_floating_same(op, grad_out, x);
+  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
+  check_shape(op, "grad_out", grad_out, output_shape(g));
+  NDArray out = detail::allocate_array(engine, weight_shape, x.dtype(), x.device(), op);
+  const NDArray dx = dense(x), dy = dense(grad_out);
+  detail::push_view_op<3>(engine, out.device(), op,
+                          {detail::lazy_view(dx), detail::lazy_view(dy), detail::lazy_view(out)},
+                          {dx.var(), dy.var()}, {out.var()},
+                          [g](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.conv2d_backward_weight(s, v[0], v[1], v[2], g);
+                          });
+  return out;
+}
+
+NDArray conv2d_backward_bias(const NDArray& grad_out) {
+  const char* op = "conv2d_backward_bias";
+  detail::check_defined(op, grad_out);
+  detail::check_floating(op, grad_out.dtype());
+  if (grad_out.ndim() != 4) {
+    fail(op, "grad_out must be 4-D (N, O, OH, OW), got shape " + grad_out.shape().to_string());
+  }
+  return sum(sum(sum(grad_out, 3), 2), 0);
+}
+
+}  // namespace tandem::nd

@@ -1,0 +1,248 @@
+// Element-wise functions and operators: checks at the call, then one queued kernel.
+#include "tandem/nd/elementwise.h"
+
+#include <string>
+
+#include "autograd/record.h"
+#include "autograd/tape.h"
+#include "core/access.h"
+#include "core/checks.h"
+#include "core/elementwise_push.h"
+#include "core/op_dispatch.h"
+#include "graph/op_trace.h"
+#include "tandem/errors.h"
+#include "tandem/ops/convert.h"
+
+namespace tandem::nd {
+
+using ops::BinaryOp;
+using ops::UnaryOp;
+
+namespace {
+
+NDArray binary(BinaryOp op, const NDArray& a, const NDArray& b) {
+  const char* name = ops::op_name(op);
+  Engine& engine = detail::check_same_place(name, {&a, &b});
+  detail::check_same_dtype(name, a, b);
+  if (ops::needs_floating(op)) detail::check_floating(name, a.dtype());
+  const Shape shape = ops::broadcast_shapes(a.shape(), b.shape(), name);
+  NDArray out = detail::allocate_array(engine, shape, a.dtype(), a.device(), name);
+  detail::push_binary(op, a, b, out);
+  if (autograd::is_recording()) autograd::detail::record_binary(op, a, b, out);
+  if (auto* trace = detail::active_trace()) trace->binary(op, a, b, out);
+  return out;
+}
+
+void check_scalar_divisor(BinaryOp op, DType dtype, double scalar) {
+  if (op == BinaryOp::divide && !ops::is_floating(dtype) &&
+      ops::convert<std::int64_t>(scalar) == 0) {
+    throw Error(std::string("tandem: divide: integer division by zero (") + dtype_name(dtype) +
+                " array divided by the scalar " + std::to_string(scalar) + ")");
+  }
+}
+
+NDArray binary_scalar(BinaryOp op, const NDArray& a, double scalar, bool scalar_first) {
+  const char* name = ops::op_name(op);
+  detail::check_defined(name, a);
+  if (ops::needs_floating(op)) detail::check_floating(name, a.dtype());
+  if (!scalar_first) check_scalar_divisor(op, a.dtype(), scalar);
+  NDArray out = detail::allocate_array(a.engine(), a.shape(), a.dtype(), a.device(), name);
+  detail::push_binary_scalar(op, a, scalar, scalar_first, out);
+  if (autograd::is_recording())
+    autograd::detail::record_binary_scalar(op, a, scalar, scalar_first, out);
+  if (auto* trace = detail::active_trace()) trace->binary_scalar(op, a, scalar, scalar_first, out);
+  return out;
+}
+
+NDArray unary(UnaryOp op, const NDArray& x) {
+  const char* name = ops::op_name(op);
+  detail::check_defined(name, x);
+  if (ops::needs_floating(op)) detail::check_floating(name, x.dtype());
+  NDArray out = detail::allocate_array(x.engine(), x.shape(), x.dtype(), x.device(), name);
+  detail::push_unary(op, x, out);
+  if (autograd::is_recording()) autograd::detail::record_unary(op, x, out);
+  if (auto* trace = detail::active_trace()) trace->unary(op, x, out);
+  return out;
+}
+
+void in_place(BinaryOp op, NDArray& target, const NDArray& other) {
+  const char* name = ops::op_name(op);
+  detail::check_same_place(name, {&target, &other});
+  detail::check_same_dtype(name, target, other);
+  const Shape shape = ops::broadcast_shapes(target.shape(), other.shape(), name);
+  if (!(shape == target.shape())) {
+    throw Error(std::string("tandem: ") + name + " (in place): the result would have shape " +
+                shape.to_string() + ", but the target has shape " + target.shape().to_string() +
+                " (the other operand, " + other.shape().to_string() +
+                ", must broadcast to the target's shape)");
+  }
+  autograd::detail::note_in_place_write(name, target, &other);
+  // A partly overlapping operand could be overwritten before it is read: use a copy.
+  const NDArray source = detail::overlaps_differently(target, other) ? other.copy() : other;
+  detail::push_binary(op, target, source, target);
+}
+
+void in_place_scalar(BinaryOp op, NDArray& target, double scalar) {
+  const char* name = ops::op_name(op);
+  detail::check_defined(name, target);
+  check_scalar_divisor(op, target.dtype(), scalar);
+  autograd::detail::note_in_place_write(name, target);
+  detail::push_binary_scalar(op, target, scalar, false, target);
+}
+
+}  // namespace
+
+NDArray detail::unary_op(UnaryOp op, const NDArray& x) {
+  return unary(op, x);
+}
+NDArray detail::binary_op(BinaryOp op, const NDArray& a, const NDArray& b) {
+  return binary(op, a, b);
+}
+NDArray detail::binary_scalar_op(BinaryOp op, const NDArray& a, double scalar, bool scalar_first) {
+  return binary_scalar(op, a, scalar, scalar_first);
+}
+
+NDArray maximum(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::maximum, a, b, false);
+}
+NDArray minimum(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::minimum, a, b, false);
+}
+NDArray power(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::power, a, b, false);
+}
+NDArray operator+(const NDArray& a, const NDArray& b) {
+  return add(a, b);
+}
+NDArray operator-(const NDArray& a, const NDArray& b) {
+  return subtract(a, b);
+}
+NDArray operator*(const NDArray& a, const NDArray& b) {
+  return multiply(a, b);
+}
+NDArray operator/(const NDArray& a, const NDArray& b) {
+  return divide(a, b);
+}
+NDArray operator+(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::add, a, b, false);
+}
+NDArray operator-(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::subtract, a, b, false);
+}
+NDArray operator*(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::multiply, a, b, false);
+}
+NDArray operator/(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::divide, a, b, false);
+}
+NDArray operator+(double a, const NDArray& b) {
+  return binary_scalar(BinaryOp::add, b, a, true);
+}
+NDArray operator-(double a, const NDArray& b) {
+  return binary_scalar(BinaryOp::subtract, b, a, true);
+}
+NDArray operator*(double a, const NDArray& b) {
+  return binary_scalar(BinaryOp::multiply, b, a, true);
+}
+NDArray operator/(double a, const NDArray& b) {
+  return binary_scalar(BinaryOp::divide, b, a, true);
+}
+NDArray operator-(const NDArray& x) {
+  return negative(x);
+}
+
+NDArray operator==(const NDArray& a, const NDArray& b) {
+  return equal(a, b);
+}
+NDArray operator!=(const NDArray& a, const NDArray& b) {
+  return not_equal(a, b);
+}
+NDArray operator<(const NDArray& a, const NDArray& b) {
+  return less(a, b);
+}
+NDArray operator<=(const NDArray& a, const NDArray& b) {
+  return less_equal(a, b);
+}
+NDArray operator>(const NDArray& a, const NDArray& b) {
+  return greater(a, b);
+}
+NDArray operator>=(const NDArray& a, const NDArray& b) {
+  return greater_equal(a, b);
+}
+NDArray operator==(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::equal, a, b, false);
+}
+NDArray operator!=(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::not_equal, a, b, false);
+}
+NDArray operator<(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::less, a, b, false);
+}
+NDArray operator<=(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::less_equal, a, b, false);
+}
+NDArray operator>(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::greater, a, b, false);
+}
+NDArray operator>=(const NDArray& a, double b) {
+  return binary_scalar(BinaryOp::greater_equal, a, b, false);
+}
+
+NDArray& NDArray::operator+=(const NDArray& other) {
+  in_place(BinaryOp::add, *this, other);
+  return *this;
+}
+NDArray& NDArray::operator-=(const NDArray& other) {
+  in_place(BinaryOp::subtract, *this, other);
+  return *this;
+}
+NDArray& NDArray::operator*=(const NDArray& other) {
+  in_place(BinaryOp::multiply, *this, other);
+  return *this;
+}
+NDArray& NDArray::operator/=(const NDArray& other) {
+  in_place(BinaryOp::divide, *this, other);
+  return *this;
+}
+NDArray& NDArray::operator+=(double value) {
+  in_place_scalar(BinaryOp::add, *this, value);
+  return *this;
+}
+NDArray& NDArray::operator-=(double value) {
+  in_place_scalar(BinaryOp::subtract, *this, value);
+  return *this;
+}
+NDArray& NDArray::operator*=(double value) {
+  in_place_scalar(BinaryOp::multiply, *this, value);
+  return *this;
+}
+NDArray& NDArray::operator/=(double value) {
+  in_place_scalar(BinaryOp::divide, *this, value);
+  return *this;
+}
+
+NDArray NDArray::exp() const {
+  return nd::exp(*this);
+}
+
+}  // namespace tandem::nd
+
+namespace tandem {
+
+// One public function per row, named after it (tandem/nd/elementwise.h declares each: a row
+// without its declaration does not compile, as a qualified definition needs one).
+#define TANDEM_UNARY_FUNCTION(name, ...)   \
+  nd::NDArray nd::name(const NDArray& x) { \
+    return unary(ops::UnaryOp::name, x);   \
+  }
+TANDEM_UNARY_OPS(TANDEM_UNARY_FUNCTION)
+#undef TANDEM_UNARY_FUNCTION
+
+#define TANDEM_BINARY_FUNCTION(name, ...)                    \
+  nd::NDArray nd::name(const NDArray& a, const NDArray& b) { \
+    return binary(ops::BinaryOp::name, a, b);                \
+  }
+TANDEM_BINARY_OPS(TANDEM_BINARY_FUNCTION)
+#undef TANDEM_BINARY_FUNCTION
+
+}  // namespace tandem
