@@ -1,8 +1,9 @@
 // host_stream_kernels(): the CPU kernels as host work on an accelerator's stream, for backends
 // whose memory the host can access (sim, test backends). Each kernel captures its views by
-// value and enqueues the CPU kernel with the sim model's cost, computed from the op lists
-// (op_kinds.h) and work_cost.h. A philox draw's counter blocks are known before it runs
-// (random_blocks), so the draw returns them at launch.
+// value and enqueues the CPU kernel with the sim model's cost of its row of
+// TANDEM_KERNEL_FAMILIES (kernels.h), computed from the op lists (op_kinds.h) and work_cost.h. A
+// philox draw's counter blocks are known before it runs (random_blocks), so the draw returns them
+// at launch.
 #include <string>
 
 #include "common/work_cost.h"
@@ -52,190 +53,26 @@ std::uint64_t random_blocks(const ArrayView& out) {
   return static_cast<std::uint64_t>((out.num_elements() + per_block - 1) / per_block);
 }
 
+// A gemm reads a and b and writes c; accumulating reads c as well.
+WorkCost gemm_work(const ArrayView& a, const ArrayView&, const ArrayView& c, bool accumulate) {
+  WorkCost cost = gemm_cost(c.shape[0], c.shape[1], a.shape[1], c.dtype);
+  if (accumulate) cost.bytes += static_cast<double>(c.num_elements() * dtype_size(c.dtype));
+  return cost;
+}
+
 }  // namespace
 
 const Kernels& host_stream_kernels() {
   static const Kernels table{
-      .unary =
-          [](Stream* stream, UnaryOp op, const ArrayView& in, const ArrayView& out) {
-            require_stream(stream, op_name(op))
-                .enqueue_host([op, in, out] { cpu::unary(op, in, out); },
-                              pass_cost(out, 2, flops_per_element(op)));
-          },
-      .binary =
-          [](Stream* stream, BinaryOp op, const ArrayView& a, const ArrayView& b,
-             const ArrayView& out) {
-            require_stream(stream, op_name(op))
-                .enqueue_host([op, a, b, out] { cpu::binary(op, a, b, out); },
-                              pass_cost(out, 3, flops_per_element(op)));
-          },
-      .binary_scalar =
-          [](Stream* stream, BinaryOp op, const ArrayView& a, double scalar, bool scalar_first,
-             const ArrayView& out) {
-            require_stream(stream, op_name(op))
-                .enqueue_host([op, a, scalar, scalar_first,
-                               out] { cpu::binary_scalar(op, a, scalar, scalar_first, out); },
-                              pass_cost(out, 2, flops_per_element(op)));
-          },
-      .unary_dense =
-          [](Stream* stream, UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n) {
-            require_stream(stream, op_name(op))
-                .enqueue_host([op, dtype, in, out, n] { cpu::unary_dense(op, dtype, in, out, n); },
-                              elementwise_cost(n, dtype, 2, flops_per_element(op)));
-          },
-      .binary_dense =
-          [](Stream* stream, BinaryOp op, DType dtype, const void* a, const void* b, void* out,
-             std::int64_t n) {
-            require_stream(stream, op_name(op))
-                .enqueue_host(
-                    [op, dtype, a, b, out, n] { cpu::binary_dense(op, dtype, a, b, out, n); },
-                    elementwise_cost(n, dtype, 3, flops_per_element(op)));
-          },
-      .binary_scalar_dense =
-          [](Stream* stream, BinaryOp op, DType dtype, const void* a, double scalar,
-             bool scalar_first, void* out, std::int64_t n) {
-            require_stream(stream, op_name(op))
-                .enqueue_host(
-                    [op, dtype, a, scalar, scalar_first, out, n] {
-                      cpu::binary_scalar_dense(op, dtype, a, scalar, scalar_first, out, n);
-                    },
-                    elementwise_cost(n, dtype, 2, flops_per_element(op)));
-          },
-      .copy =
-          [](Stream* stream, const ArrayView& in, const ArrayView& out) {
-            require_stream(stream, "copy")
-                .enqueue_host([in, out] { cpu::copy(in, out); }, pass_cost(out, 2, 0.0));
-          },
-      .fill =
-          [](Stream* stream, const ArrayView& out, double value) {
-            require_stream(stream, "fill")
-                .enqueue_host([out, value] { cpu::fill(out, value); }, pass_cost(out, 1, 0.0));
-          },
-      .arange =
-          [](Stream* stream, const ArrayView& out, double start, double step) {
-            require_stream(stream, "arange")
-                .enqueue_host([out, start, step] { cpu::arange(out, start, step); },
-                              pass_cost(out, 1, 1.0));
-          },
-      .reduce_all =
-          [](Stream* stream, ReduceOp op, const ArrayView& in, const ArrayView& out) {
-            require_stream(stream, op_name(op))
-                .enqueue_host([op, in, out] { cpu::reduce_all(op, in, out); },
-                              pass_cost(in, 1, 1.0));
-          },
-      .reduce_axis =
-          [](Stream* stream, ReduceOp op, const ArrayView& in, int axis, const ArrayView& out) {
-            require_stream(stream, op_name(op))
-                .enqueue_host([op, in, axis, out] { cpu::reduce_axis(op, in, axis, out); },
-                              pass_cost(in, 1, 1.0));
-          },
-      .gemm =
-          [](Stream* stream, const ArrayView& a, const ArrayView& b, const ArrayView& c,
-             bool accumulate) {
-            WorkCost cost = gemm_cost(c.shape[0], c.shape[1], a.shape[1], c.dtype);
-            // Accumulating reads c as well as writing it.
-            if (accumulate)
-              cost.bytes += static_cast<double>(c.num_elements() * dtype_size(c.dtype));
-            require_stream(stream, "dot")
-                .enqueue_host([a, b, c, accumulate] { cpu::gemm(a, b, c, accumulate); }, cost);
-          },
-      .random_uniform =
-          [](Stream* stream, const ArrayView& out, double low, double high, std::uint64_t seed,
-             std::uint64_t counter) {
-            require_stream(stream, "random.uniform")
-                .enqueue_host([out, low, high, seed,
-                               counter] { cpu::random_uniform(out, low, high, seed, counter); },
-                              pass_cost(out, 1, kRandomFlops));
-            return random_blocks(out);
-          },
-      .random_normal =
-          [](Stream* stream, const ArrayView& out, double mean, double stddev, std::uint64_t seed,
-             std::uint64_t counter) {
-            require_stream(stream, "random.normal")
-                .enqueue_host([out, mean, stddev, seed,
-                               counter] { cpu::random_normal(out, mean, stddev, seed, counter); },
-                              pass_cost(out, 1, kRandomFlops));
-            return random_blocks(out);
-          },
-      .conv2d =
-          [](Stream* stream, const ArrayView& x, const ArrayView& weight, const ArrayView& bias,
-             const ArrayView& y, const Conv2dGeometry& g) {
-            require_stream(stream, "conv2d")
-                .enqueue_host([x, weight, bias, y, g] { cpu::conv2d(x, weight, bias, y, g); },
-                              conv_cost(g, y.dtype));
-          },
-      .conv2d_backward_data =
-          [](Stream* stream, const ArrayView& dy, const ArrayView& weight, const ArrayView& dx,
-             const Conv2dGeometry& g) {
-            require_stream(stream, "conv2d_backward_data")
-                .enqueue_host([dy, weight, dx, g] { cpu::conv2d_backward_data(dy, weight, dx, g); },
-                              conv_cost(g, dx.dtype));
-          },
-      .conv2d_backward_weight =
-          [](Stream* stream, const ArrayView& x, const ArrayView& dy, const ArrayView& dweight,
-             const Conv2dGeometry& g) {
-            require_stream(stream, "conv2d_backward_weight")
-                .enqueue_host(
-                    [x, dy, dweight, g] { cpu::conv2d_backward_weight(x, dy, dweight, g); },
-                    conv_cost(g, dweight.dtype));
-          },
-      .max_pool2d =
-          [](Stream* stream, const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g) {
-            require_stream(stream, "max_pool2d")
-                .enqueue_host([x, y, g] { cpu::max_pool2d(x, y, g); }, pool_cost(g, y.dtype));
-          },
-      .avg_pool2d =
-          [](Stream* stream, const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g) {
-            require_stream(stream, "avg_pool2d")
-                .enqueue_host([x, y, g] { cpu::avg_pool2d(x, y, g); }, pool_cost(g, y.dtype));
-          },
-      .max_pool2d_backward =
-          [](Stream* stream, const ArrayView& x, const ArrayView& dy, const ArrayView& dx,
-             const Pool2dGeometry& g) {
-            require_stream(stream, "max_pool2d_backward")
-                .enqueue_host([x, dy, dx, g] { cpu::max_pool2d_backward(x, dy, dx, g); },
-                              pool_cost(g, dx.dtype));
-          },
-      .avg_pool2d_backward =
-          [](Stream* stream, const ArrayView& dy, const ArrayView& dx, const Pool2dGeometry& g) {
-            require_stream(stream, "avg_pool2d_backward")
-                .enqueue_host([dy, dx, g] { cpu::avg_pool2d_backward(dy, dx, g); },
-                              pool_cost(g, dx.dtype));
-          },
-      .softmax_rows =
-          [](Stream* stream, const ArrayView& in, const ArrayView& out, bool log) {
-            require_stream(stream, log ? "log_softmax" : "softmax")
-                .enqueue_host([in, out, log] { cpu::softmax_rows(in, out, log); },
-                              pass_cost(out, 2, kSoftmaxFlops));
-          },
-      .softmax_rows_backward =
-          [](Stream* stream, const ArrayView& y, const ArrayView& dy, const ArrayView& dx,
-             bool log) {
-            require_stream(stream, log ? "log_softmax_backward" : "softmax_backward")
-                .enqueue_host([y, dy, dx, log] { cpu::softmax_rows_backward(y, dy, dx, log); },
-                              pass_cost(dx, 3, kSoftmaxFlops));
-          },
-      .softmax_cross_entropy_rows =
-          [](Stream* stream, const ArrayView& logits, const ArrayView& labels,
-             const ArrayView& loss, const ArrayView& probabilities) {
-            require_stream(stream, "softmax_cross_entropy")
-                .enqueue_host(
-                    [logits, labels, loss, probabilities] {
-                      cpu::softmax_cross_entropy_rows(logits, labels, loss, probabilities);
-                    },
-                    pass_cost(logits, probabilities.data != nullptr ? 2 : 1, kSoftmaxFlops));
-          },
-      .softmax_cross_entropy_backward =
-          [](Stream* stream, const ArrayView& probabilities, const ArrayView& labels,
-             const ArrayView& head_grad, const ArrayView& dlogits) {
-            require_stream(stream, "softmax_cross_entropy_backward")
-                .enqueue_host(
-                    [probabilities, labels, head_grad, dlogits] {
-                      cpu::softmax_cross_entropy_backward(probabilities, labels, head_grad,
-                                                          dlogits);
-                    },
-                    pass_cost(dlogits, 2, 2.0));
-          },
+#define TANDEM_HOST_STREAM_KERNEL(Result, name, parameters, arguments, label, sim_cost, \
+                                  launch_result)                                        \
+  .name = [](Stream* stream, TANDEM_KERNEL_UNPAREN parameters) -> Result {              \
+    require_stream(stream, label)                                                       \
+        .enqueue_host([=] { cpu::name(TANDEM_KERNEL_UNPAREN arguments); }, sim_cost);   \
+    return launch_result;                                                               \
+  },
+      TANDEM_KERNEL_FAMILIES(TANDEM_HOST_STREAM_KERNEL)
+#undef TANDEM_HOST_STREAM_KERNEL
   };
   return table;
 }

@@ -81,33 +81,9 @@ std::string describe(DeviceKind kind) {
 }  // namespace
 
 const char* missing_kernel(const Kernels& table) {
-#define TANDEM_CHECK_FAMILY(family) \
+#define TANDEM_CHECK_FAMILY(Result, family, ...) \
   if (table.family == nullptr) return #family;
-  TANDEM_CHECK_FAMILY(unary)
-  TANDEM_CHECK_FAMILY(binary)
-  TANDEM_CHECK_FAMILY(binary_scalar)
-  TANDEM_CHECK_FAMILY(unary_dense)
-  TANDEM_CHECK_FAMILY(binary_dense)
-  TANDEM_CHECK_FAMILY(binary_scalar_dense)
-  TANDEM_CHECK_FAMILY(copy)
-  TANDEM_CHECK_FAMILY(fill)
-  TANDEM_CHECK_FAMILY(arange)
-  TANDEM_CHECK_FAMILY(reduce_all)
-  TANDEM_CHECK_FAMILY(reduce_axis)
-  TANDEM_CHECK_FAMILY(gemm)
-  TANDEM_CHECK_FAMILY(random_uniform)
-  TANDEM_CHECK_FAMILY(random_normal)
-  TANDEM_CHECK_FAMILY(conv2d)
-  TANDEM_CHECK_FAMILY(conv2d_backward_data)
-  TANDEM_CHECK_FAMILY(conv2d_backward_weight)
-  TANDEM_CHECK_FAMILY(max_pool2d)
-  TANDEM_CHECK_FAMILY(avg_pool2d)
-  TANDEM_CHECK_FAMILY(max_pool2d_backward)
-  TANDEM_CHECK_FAMILY(avg_pool2d_backward)
-  TANDEM_CHECK_FAMILY(softmax_rows)
-  TANDEM_CHECK_FAMILY(softmax_rows_backward)
-  TANDEM_CHECK_FAMILY(softmax_cross_entropy_rows)
-  TANDEM_CHECK_FAMILY(softmax_cross_entropy_backward)
+  TANDEM_KERNEL_FAMILIES(TANDEM_CHECK_FAMILY)
 #undef TANDEM_CHECK_FAMILY
   return nullptr;
 }

@@ -3,45 +3,18 @@
 #include <map>
 
 #include "frontend_test_util.h"
+#include "op_rows.h"
 
 namespace tandem::testing {
 
 namespace {
 
-using BinaryFn = NDArray (*)(const NDArray&, const NDArray&);
+// The binary ops are the rows of TANDEM_BINARY_OPS (op_rows.h): a new row is tested here with
+// no edit.
+using BinaryCase = BinaryRow;
 
-struct BinaryCase {
-  const char* name;
-  BinaryFn fn;
-  std::function<double(double, double)> reference;
-  bool floating_only;
-};
-
-std::vector<BinaryCase> binary_cases() {
-  return {
-      {"add", [](const NDArray& a, const NDArray& b) { return a + b; }, std::plus<double>(), false},
-      {"subtract", [](const NDArray& a, const NDArray& b) { return a - b; }, std::minus<double>(),
-       false},
-      {"multiply", [](const NDArray& a, const NDArray& b) { return a * b; },
-       std::multiplies<double>(), false},
-      {"divide", [](const NDArray& a, const NDArray& b) { return a / b; }, std::divides<double>(),
-       false},
-      {"maximum", nd::maximum, [](double a, double b) { return std::max(a, b); }, false},
-      {"minimum", nd::minimum, [](double a, double b) { return std::min(a, b); }, false},
-      {"power", nd::power, [](double a, double b) { return std::pow(a, b); }, true},
-      {"equal", [](const NDArray& a, const NDArray& b) { return a == b; },
-       [](double a, double b) { return double(a == b); }, false},
-      {"not_equal", [](const NDArray& a, const NDArray& b) { return a != b; },
-       [](double a, double b) { return double(a != b); }, false},
-      {"greater", [](const NDArray& a, const NDArray& b) { return a > b; },
-       [](double a, double b) { return double(a > b); }, false},
-      {"greater_equal", [](const NDArray& a, const NDArray& b) { return a >= b; },
-       [](double a, double b) { return double(a >= b); }, false},
-      {"less", [](const NDArray& a, const NDArray& b) { return a < b; },
-       [](double a, double b) { return double(a < b); }, false},
-      {"less_equal", [](const NDArray& a, const NDArray& b) { return a <= b; },
-       [](double a, double b) { return double(a <= b); }, false},
-  };
+const std::vector<BinaryRow>& binary_cases() {
+  return binary_rows();
 }
 
 const std::vector<DType> kAllTypes{nd::float32, nd::float64, nd::int32, nd::int64};
@@ -62,8 +35,7 @@ Host operand(const Shape& shape, std::mt19937_64& rng, DType dtype, bool positiv
 }
 
 double integer_reference(const BinaryCase& c, double a, double b) {
-  if (std::string(c.name) == "divide") return std::trunc(a / b);
-  return c.reference(a, b);
+  return c.integer_reference(a, b);
 }
 
 // The (a, b) shape pairs every binary op is tried on.
@@ -87,7 +59,7 @@ TEST_SUITE("frontend.elementwise") {
           Host expected = host_binary(a, b, [&](double x, double y) {
             return round_to(integral ? integer_reference(c, x, y) : c.reference(x, y), dtype);
           });
-          const NDArray result = c.fn(to_array(a, dtype), to_array(b, dtype));
+          const NDArray result = c.function(to_array(a, dtype), to_array(b, dtype));
           CHECK(result.dtype() == dtype);
           check_matches(result, expected,
                         std::string(c.name) + " " + dtype_name(dtype) + " " + sa.to_string() +
@@ -111,7 +83,7 @@ TEST_SUITE("frontend.elementwise") {
       for (const BinaryCase& c : binary_cases()) {
         if (c.floating_only) continue;
         const bool integral = !ops::is_floating(dtype);
-        check_matches(c.fn(a, b),
+        check_matches(c.function(a, b),
                       host_binary(ha, hb,
                                   [&](double x, double y) {
                                     return round_to(
@@ -162,37 +134,22 @@ TEST_SUITE("frontend.elementwise") {
 
   TEST_CASE("unary ops match the reference") {
     std::mt19937_64 rng(4);
-    struct UnaryCase {
-      const char* name;
-      NDArray (*fn)(const NDArray&);
-      double (*reference)(double);
-      bool floating_only;
-      bool positive;
-    };
-    const std::vector<UnaryCase> cases{
-        {"negative", [](const NDArray& x) { return -x; }, [](double v) { return -v; }, false,
-         false},
-        {"abs", nd::abs, [](double v) { return std::fabs(v); }, false, false},
-        {"square", nd::square, [](double v) { return v * v; }, false, false},
-        {"relu", nd::relu, [](double v) { return v > 0 ? v : 0.0; }, false, false},
-        {"exp", nd::exp, [](double v) { return std::exp(v); }, true, false},
-        {"log", nd::log, [](double v) { return std::log(v); }, true, true},
-        {"sqrt", nd::sqrt, [](double v) { return std::sqrt(v); }, true, true},
-        {"sigmoid", nd::sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, true, false},
-        {"tanh", nd::tanh, [](double v) { return std::tanh(v); }, true, false},
-    };
-    for (const UnaryCase& c : cases) {
+    // The unary ops are the rows of TANDEM_UNARY_OPS (op_rows.h).
+    for (const UnaryRow& c : unary_rows()) {
       for (DType dtype : kAllTypes) {
         if (c.floating_only && !ops::is_floating(dtype)) continue;
-        const Host base = operand({6, 9}, rng, dtype, c.positive);
+        const Host base = operand({6, 9}, rng, dtype, !c.whole_line);
         const NDArray x = to_array(base, dtype);
+        const bool integral = !ops::is_floating(dtype);
         const auto expected = [&](const Host& h) {
-          return host_unary(h, [&](double v) { return round_to(c.reference(v), dtype); });
+          return host_unary(h, [&](double v) {
+            return round_to(integral ? c.integer_reference(v) : c.reference(v), dtype);
+          });
         };
-        check_matches(c.fn(x), expected(base), std::string(c.name) + " " + dtype_name(dtype));
-        check_matches(c.fn(x.T()), expected(host_transpose(base)),
+        check_matches(c.function(x), expected(base), std::string(c.name) + " " + dtype_name(dtype));
+        check_matches(c.function(x.T()), expected(host_transpose(base)),
                       std::string(c.name) + " transposed " + dtype_name(dtype));
-        check_matches(c.fn(x.slice(1, 6, 3)), expected(host_slice(base, 1, 6, 3)),
+        check_matches(c.function(x.slice(1, 6, 3)), expected(host_slice(base, 1, 6, 3)),
                       std::string(c.name) + " stepped " + dtype_name(dtype));
       }
     }

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "frontend_test_util.h"
+#include "op_rows.h"
 
 namespace tandem::testing {
 
@@ -119,16 +120,12 @@ std::vector<Case> all_cases(std::mt19937_64& rng) {
     cases.push_back(Case{std::move(name), std::move(inputs), std::move(f), training});
   };
   const Shape m{2, 3};
-  // Unary.
-  add("negative", {random_input(m, rng)}, [](const Inputs& x) { return -x[0]; });
-  add("abs", {spread_input(m, rng)}, [](const Inputs& x) { return nd::abs(x[0]); });
-  add("square", {random_input(m, rng)}, [](const Inputs& x) { return nd::square(x[0]); });
-  add("relu", {spread_input(m, rng)}, [](const Inputs& x) { return nd::relu(x[0]); });
-  add("exp", {random_input(m, rng)}, [](const Inputs& x) { return nd::exp(x[0]); });
-  add("log", {random_input(m, rng, 0.5, 3)}, [](const Inputs& x) { return nd::log(x[0]); });
-  add("sqrt", {random_input(m, rng, 0.5, 3)}, [](const Inputs& x) { return nd::sqrt(x[0]); });
-  add("sigmoid", {random_input(m, rng)}, [](const Inputs& x) { return nd::sigmoid(x[0]); });
-  add("tanh", {random_input(m, rng)}, [](const Inputs& x) { return nd::tanh(x[0]); });
+  // The element-wise rows (op_rows.h): every differentiable one, with no edit for a new row.
+  for (const UnaryRow& row : unary_rows()) {
+    if (!row.differentiable) continue;
+    add(row.name, {row.whole_line ? spread_input(m, rng) : random_input(m, rng, 0.5, 3)},
+        [&row](const Inputs& x) { return row.function(x[0]); });
+  }
   // Binary, with and without broadcasting.
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {m, m}, {m, Shape{3}}, {Shape{2, 1}, Shape{1, 3}}, {Shape{3}, m}};
@@ -136,20 +133,15 @@ std::vector<Case> all_cases(std::mt19937_64& rng) {
     // Built with append, not "lit" + std::string: GCC 12 at -O3 reports a false -Wrestrict there.
     std::string tag(" ");
     tag.append(sa.to_string()).append(" ").append(sb.to_string());
-    add("add" + tag, {random_input(sa, rng), random_input(sb, rng)},
-        [](const Inputs& x) { return x[0] + x[1]; });
-    add("subtract" + tag, {random_input(sa, rng), random_input(sb, rng)},
-        [](const Inputs& x) { return x[0] - x[1]; });
-    add("multiply" + tag, {random_input(sa, rng), random_input(sb, rng)},
-        [](const Inputs& x) { return x[0] * x[1]; });
-    add("divide" + tag, {random_input(sa, rng), random_input(sb, rng, 0.5, 2)},
-        [](const Inputs& x) { return x[0] / x[1]; });
-    add("power" + tag, {random_input(sa, rng, 0.5, 2), random_input(sb, rng)},
-        [](const Inputs& x) { return nd::power(x[0], x[1]); });
-    add("maximum" + tag, {spread_input(sa, rng), random_input(sb, rng)},
-        [](const Inputs& x) { return nd::maximum(x[0], x[1]); });
-    add("minimum" + tag, {spread_input(sa, rng), random_input(sb, rng)},
-        [](const Inputs& x) { return nd::minimum(x[0], x[1]); });
+    for (const BinaryRow& row : binary_rows()) {
+      if (!row.differentiable) continue;
+      // Positive bases for a floating-only row (power), spread values against ties (maximum,
+      // minimum), divisors away from zero.
+      add(std::string(row.name).append(tag),
+          {row.floating_only ? random_input(sa, rng, 0.5, 2) : spread_input(sa, rng),
+           random_input(sb, rng, 0.5, 2)},
+          [&row](const Inputs& x) { return row.function(x[0], x[1]); });
+    }
   }
   add("same array twice", {random_input(m, rng)},
       [](const Inputs& x) { return x[0] * x[0] + x[0]; });

@@ -102,27 +102,6 @@ NDArray detail::binary_scalar_op(BinaryOp op, const NDArray& a, double scalar, b
   return binary_scalar(op, a, scalar, scalar_first);
 }
 
-NDArray add(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::add, a, b);
-}
-NDArray subtract(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::subtract, a, b);
-}
-NDArray multiply(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::multiply, a, b);
-}
-NDArray divide(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::divide, a, b);
-}
-NDArray maximum(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::maximum, a, b);
-}
-NDArray minimum(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::minimum, a, b);
-}
-NDArray power(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::power, a, b);
-}
 NDArray maximum(const NDArray& a, double b) {
   return binary_scalar(BinaryOp::maximum, a, b, false);
 }
@@ -132,53 +111,6 @@ NDArray minimum(const NDArray& a, double b) {
 NDArray power(const NDArray& a, double b) {
   return binary_scalar(BinaryOp::power, a, b, false);
 }
-NDArray equal(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::equal, a, b);
-}
-NDArray not_equal(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::not_equal, a, b);
-}
-NDArray greater(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::greater, a, b);
-}
-NDArray greater_equal(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::greater_equal, a, b);
-}
-NDArray less(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::less, a, b);
-}
-NDArray less_equal(const NDArray& a, const NDArray& b) {
-  return binary(BinaryOp::less_equal, a, b);
-}
-
-NDArray negative(const NDArray& x) {
-  return unary(UnaryOp::negative, x);
-}
-NDArray abs(const NDArray& x) {
-  return unary(UnaryOp::abs, x);
-}
-NDArray square(const NDArray& x) {
-  return unary(UnaryOp::square, x);
-}
-NDArray relu(const NDArray& x) {
-  return unary(UnaryOp::relu, x);
-}
-NDArray exp(const NDArray& x) {
-  return unary(UnaryOp::exp, x);
-}
-NDArray log(const NDArray& x) {
-  return unary(UnaryOp::log, x);
-}
-NDArray sqrt(const NDArray& x) {
-  return unary(UnaryOp::sqrt, x);
-}
-NDArray sigmoid(const NDArray& x) {
-  return unary(UnaryOp::sigmoid, x);
-}
-NDArray tanh(const NDArray& x) {
-  return unary(UnaryOp::tanh, x);
-}
-
 NDArray operator+(const NDArray& a, const NDArray& b) {
   return add(a, b);
 }
@@ -294,3 +226,23 @@ NDArray NDArray::exp() const {
 }
 
 }  // namespace tandem::nd
+
+namespace tandem {
+
+// One public function per row, named after it (tandem/nd/elementwise.h declares each: a row
+// without its declaration does not compile, as a qualified definition needs one).
+#define TANDEM_UNARY_FUNCTION(name, ...)   \
+  nd::NDArray nd::name(const NDArray& x) { \
+    return unary(ops::UnaryOp::name, x);   \
+  }
+TANDEM_UNARY_OPS(TANDEM_UNARY_FUNCTION)
+#undef TANDEM_UNARY_FUNCTION
+
+#define TANDEM_BINARY_FUNCTION(name, ...)                    \
+  nd::NDArray nd::name(const NDArray& a, const NDArray& b) { \
+    return binary(ops::BinaryOp::name, a, b);                \
+  }
+TANDEM_BINARY_OPS(TANDEM_BINARY_FUNCTION)
+#undef TANDEM_BINARY_FUNCTION
+
+}  // namespace tandem

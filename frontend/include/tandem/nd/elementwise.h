@@ -10,8 +10,8 @@
 // Inputs must share device and dtype (tandem::Error at the call otherwise, naming both); the
 // result has their dtype. A scalar is converted to the array's dtype. Integer arithmetic wraps
 // around and integer division truncates toward zero; dividing an integer array by a zero
-// element is an error of the op, thrown at the next sync point on the result. exp, log, sqrt,
-// sigmoid, tanh and power need floating-point arrays.
+// element is an error of the op, thrown at the next sync point on the result. exp, log, log1p,
+// sqrt, sigmoid, tanh and power need floating-point arrays.
 #pragma once
 
 #include "tandem/nd/ndarray.h"
@@ -41,6 +41,7 @@ NDArray square(const NDArray& x);
 NDArray relu(const NDArray& x);
 NDArray exp(const NDArray& x);
 NDArray log(const NDArray& x);
+NDArray log1p(const NDArray& x);  // log(1 + x), accurate for small x
 NDArray sqrt(const NDArray& x);
 NDArray sigmoid(const NDArray& x);
 NDArray tanh(const NDArray& x);

@@ -91,8 +91,9 @@ constexpr bool supported(Op op, DType dtype) {
 #define TANDEM_OP_FLOPS_CASE(Enum, name, flops) \
   case Enum::name:                              \
     return flops;
-#define TANDEM_UNARY_FLOPS(name, Functor, dtypes, flops) TANDEM_OP_FLOPS_CASE(UnaryOp, name, flops)
-#define TANDEM_BINARY_FLOPS(name, Functor, dtypes, flops) \
+#define TANDEM_UNARY_FLOPS(name, Functor, dtypes, flops, ...) \
+  TANDEM_OP_FLOPS_CASE(UnaryOp, name, flops)
+#define TANDEM_BINARY_FLOPS(name, Functor, dtypes, flops, ...) \
   TANDEM_OP_FLOPS_CASE(BinaryOp, name, flops)
 constexpr double flops_per_element(UnaryOp op) {
   switch (op) { TANDEM_UNARY_OPS(TANDEM_UNARY_FLOPS) }
