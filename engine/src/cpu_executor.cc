@@ -48,7 +48,9 @@ bool is_copy(const OpRecord* op) {
 // work stealing; each restores the outer one when it returns).
 struct CpuExecutor::DrainerContext {
   CpuExecutor* executor;
-  OpRecord* next = nullptr;  // run_next_here's op, run before anything else but urgent ops
+  OpRecord* next = nullptr;         // run_next_here's op, run before anything else but urgent ops
+  std::uint64_t idle_polls = 0;     // added to the executor's counters when the drainer parks
+  std::uint64_t ran_next_here = 0;  // the same
 };
 
 constinit thread_local CpuExecutor::DrainerContext* CpuExecutor::tls_drainer TANDEM_FAST_TLS =
@@ -144,7 +146,15 @@ bool CpuExecutor::run_next_here(OpRecord* op) noexcept {
     return false;
   }
   context->next = op;
+  ++context->ran_next_here;
   return true;
+}
+
+void CpuExecutor::add_stats(EngineStats& stats) const {
+  stats.worker_wakes += drainer_wakes_.load(std::memory_order_relaxed);
+  stats.worker_parks += drainer_parks_.load(std::memory_order_relaxed);
+  stats.worker_idle_polls += idle_polls_.load(std::memory_order_relaxed);
+  stats.ops_run_next_here += ran_next_here_.load(std::memory_order_relaxed);
 }
 
 OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
@@ -190,6 +200,7 @@ void CpuExecutor::wake_drainer() noexcept {
   while (active < num_workers_) {
     if (active_drainers_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       live_drainers_.fetch_add(1, std::memory_order_relaxed);
+      drainer_wakes_.fetch_add(1, std::memory_order_relaxed);
       arena_.enqueue(DrainTask(this));
       return;
     }
@@ -214,6 +225,7 @@ void CpuExecutor::drain() noexcept {
         continue;
       }
       if (empty_polls++ == 0) idle_since = Clock::now();
+      ++context.idle_polls;
       cpu_relax();
       if (empty_polls % 64 == 0) {
         if (Clock::now() - idle_since >= spin_) break;
@@ -237,6 +249,9 @@ void CpuExecutor::drain() noexcept {
   }
   // `context.next` is empty here: it is always taken before the loop polls the queues.
   tls_drainer = outer;
+  drainer_parks_.fetch_add(1, std::memory_order_relaxed);
+  idle_polls_.fetch_add(context.idle_polls, std::memory_order_relaxed);
+  ran_next_here_.fetch_add(context.ran_next_here, std::memory_order_relaxed);
   // Last access to `this`: the destructor may run as soon as this count reaches zero.
   live_drainers_.fetch_sub(1, std::memory_order_release);
 }

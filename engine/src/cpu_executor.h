@@ -29,6 +29,7 @@
 
 #include "ready_fifo.h"
 #include "ready_queue.h"
+#include "tandem/engine.h"
 #include "tandem/engine_config.h"
 
 namespace tandem::detail {
@@ -56,6 +57,9 @@ class CpuExecutor {
   // process caps oneTBB's threads (the smallest live cap wins; it counts one non-worker thread).
   int running_workers() const;
   int num_priority_lanes() const { return static_cast<int>(priority_threads_.size()); }
+  // Adds the workers' counters (EngineStats::worker_wakes and the rest) to `stats`. A drainer
+  // adds its own when it parks, so a spinning drainer's polls show once it has parked.
+  void add_stats(EngineStats& stats) const;
 
  private:
   class DrainTask;
@@ -88,6 +92,12 @@ class CpuExecutor {
   std::atomic<int> active_drainers_{0};
   // Drainer tasks not yet returned (the destructor waits for zero).
   std::atomic<int> live_drainers_{0};
+  // Counters (see add_stats), in the line wake_drainer writes anyway; a drainer counts its
+  // polls and next-here runs in its own context and adds them once, when it parks.
+  std::atomic<std::uint64_t> drainer_wakes_{0};
+  std::atomic<std::uint64_t> drainer_parks_{0};
+  std::atomic<std::uint64_t> idle_polls_{0};
+  std::atomic<std::uint64_t> ran_next_here_{0};
 
   // Priority lanes waiting for an op (spinning or parked). Each has been notified of every
   // urgent op and copy queued since it last looked, so it takes them promptly.

@@ -100,7 +100,10 @@ void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
   if (profiling::profiled(op)) [[unlikely]]
     return enqueue_on_vars_profiled(op);
   if (queue_on_vars<false>(op)) {
-    if (op->props.inline_when_ready && runs_inline(op)) return execute(op, -1);
+    if (op->props.inline_when_ready && runs_inline(op)) {
+      ops_run_inline_.fetch_add(1, std::memory_order_relaxed);
+      return execute(op, -1);
+    }
     dispatch(op);
   }
 }
@@ -547,6 +550,8 @@ EngineStats ThreadedEngine::stats() const {
   stats.ops_in_flight = stats.ops_pushed - std::min(stats.ops_pushed, stats.ops_completed);
   stats.pushes_blocked = pushes_blocked_.load(std::memory_order_relaxed);
   stats.pushes_over_bound = pushes_over_bound_.load(std::memory_order_relaxed);
+  stats.ops_run_inline = ops_run_inline_.load(std::memory_order_relaxed);
+  if (cpu_) cpu_->add_stats(stats);
   return stats;
 }
 

@@ -132,6 +132,7 @@ class ThreadedEngine final : public EngineCore {
   std::atomic<int> releasing_{0};
   std::atomic<std::uint64_t> pushes_blocked_{0};
   std::atomic<std::uint64_t> pushes_over_bound_{0};
+  std::atomic<std::uint64_t> ops_run_inline_{0};  // EngineStats::ops_run_inline
   // The completion count a wait_all waits for, per epoch parity (kNoTarget: none), before
   // `parity_adjust_`: ops pushed from inside an op of an older epoch count in that epoch.
   std::atomic<std::uint64_t> drain_target_[2] = {kNoTarget, kNoTarget};
