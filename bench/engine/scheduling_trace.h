@@ -2,8 +2,9 @@
 // counters (EngineStats::worker_wakes and the rest) over the run, per op pushed. A run whose
 // workers stay awake shows almost no wakes or parks per op; one whose workers park between ops
 // and are woken again shows about one of each per op, and costs a wake-up (a oneTBB enqueue and
-// a futex) per op. bench_engine prints one line per run and keeps them in the records, so that a
-// slow round says which mode it ran in.
+// a futex) per op. The process's context switches over the run say whether its threads took
+// turns on the cores (involuntary: more runnable threads than cores). bench_engine prints one
+// line per run and keeps them in the records, so that a slow round says which mode it ran in.
 #pragma once
 
 #include <nlohmann/json.hpp>
