@@ -7,7 +7,7 @@
 
 #include "fast_tls.h"
 #include "logging.h"
-#include "profiler_recorder.h"
+#include "profiler/profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/inside_op.h"
 

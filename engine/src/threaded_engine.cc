@@ -8,7 +8,7 @@
 #include "assertions.h"
 #include "fast_tls.h"
 #include "logging.h"
-#include "profiler_recorder.h"
+#include "profiler/profiler_recorder.h"
 #include "wake_signal.h"
 
 namespace tandem::detail {
