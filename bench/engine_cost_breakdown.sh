@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Where an empty op's time goes: instructions per op of tandem's engine, function by function,
-# against the plain mutex + condvar queue, counted by callgrind on the engine suite's
-# `independent` workload (20000 empty ops, each writing its own var; 3 repetitions after a
-# warm-up). Instruction counts repeat from run to run, unlike times on a shared 2-core VM; they
-# do not show what cache-line transfers between cores cost (see docs/benchmarks.md).
+# against the plain mutex + condvar queue, counted by callgrind on one of the engine suite's
+# workloads (`independent` by default: 20000 empty ops, each writing its own var; 3 repetitions
+# after a warm-up). Instruction counts repeat from run to run, unlike times on a shared 2-core
+# VM; they do not show what cache-line transfers between cores cost (see docs/benchmarks.md).
 #
-#   bench/engine_cost_breakdown.sh          # builds build-bench/ if needed, prints markdown
+#   bench/engine_cost_breakdown.sh                 # builds build-bench/ if needed, prints markdown
+#   bench/engine_cost_breakdown.sh chains_1000     # the same on another workload (fan_out, ...)
+#   BENCH_ENGINE=/path/to/bench_engine bench/engine_cost_breakdown.sh   # another build (an older
+#                                                  # commit's, to compare function by function)
 #
+# The plain queue runs only where ops are independent; on other workloads its column is empty.
 # Needs valgrind.
 set -euo pipefail
 
@@ -16,22 +20,29 @@ command -v valgrind > /dev/null || {
   echo "engine_cost_breakdown.sh: needs valgrind (apt-get install valgrind)" >&2
   exit 1
 }
-if [[ ! -f build-bench/CMakeCache.txt ]]; then
-  cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_BENCH=ON \
-    -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_EXAMPLES=OFF -DTANDEM_CUDA=OFF > /dev/null
+workload=${1:-independent}
+binary=${BENCH_ENGINE:-}
+if [[ -z $binary ]]; then
+  if [[ ! -f build-bench/CMakeCache.txt ]]; then
+    cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_BENCH=ON \
+      -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_EXAMPLES=OFF -DTANDEM_CUDA=OFF > /dev/null
+  fi
+  cmake --build build-bench --target bench_engine -j "$(nproc)" >&2
+  binary=build-bench/bench/bench_engine
 fi
-cmake --build build-bench --target bench_engine -j "$(nproc)" >&2
+systems=(tandem)
+[[ $workload == independent ]] && systems+=(plain_queue)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Each system twice, 1 and 3 repetitions: the differences are the 2 extra repetitions alone,
 # in steady state (the first repetition fills the engine's pools; the harness's setup and its
 # timing calibration cancel out).
-for system in tandem plain_queue; do
+for system in "${systems[@]}"; do
   for reps in 1 3; do
     echo "engine_cost_breakdown.sh: callgrind, $system, $reps repetition(s)" >&2
     valgrind --tool=callgrind --callgrind-out-file="$work/$system.$reps.cg" \
-      build-bench/bench/bench_engine --quick --workloads independent --systems "$system" \
+      "$binary" --quick --workloads "$workload" --systems "$system" \
       --repetitions "$reps" --out "$work/$system.$reps.json" > /dev/null 2>&1
     callgrind_annotate --inclusive=yes --tree=caller "$work/$system.$reps.cg" \
       > "$work/$system.$reps.inclusive"
@@ -39,9 +50,10 @@ for system in tandem plain_queue; do
   done
 done
 
-python3 - "$work" "$(git rev-parse --short HEAD)" << 'PY'
-import re, sys
-work, commit = sys.argv[1:3]
+python3 - "$work" "$(git rev-parse --short HEAD)" "$workload" "${BENCH_ENGINE:+$binary}" << 'PY'
+import os, re, sys
+work, commit, workload, binary = sys.argv[1:5]
+has_queue = os.path.exists(f"{work}/plain_queue.3.inclusive")
 
 def read(name):
     return open(f"{work}/{name}").read()
@@ -73,20 +85,25 @@ pushes = extra("tandem", lambda t: calls(t, "ThreadedEngine::submit"))
 push_side = extra("tandem", lambda t: inclusive(t, "ThreadedEngine::submit") +
                   inclusive(t, "acquire_op_record"))
 worker_side = extra("tandem", lambda t: inclusive(t, "EngineCore::execute"))
-queue_pushes = extra("plain_queue", lambda t: calls(t, "PlainQueue::push"))
-queue_push = extra("plain_queue", lambda t: inclusive(t, "PlainQueue::push"))
-queue_serve = extra("plain_queue", lambda t: inclusive(t, "PlainQueue::serve"))
+if has_queue:
+    queue_pushes = extra("plain_queue", lambda t: calls(t, "PlainQueue::push"))
+    queue_push = extra("plain_queue", lambda t: inclusive(t, "PlainQueue::push")) / queue_pushes
+    queue_serve = extra("plain_queue", lambda t: inclusive(t, "PlainQueue::serve")) / queue_pushes
+    queue = [f"{queue_push:.0f}", f"{queue_serve:.0f}", f"{queue_push + queue_serve:.0f}"]
+else:
+    queue = ["-", "-", "-"]
 
-print(f"Reproduce with `bench/engine_cost_breakdown.sh` (commit {commit}): `independent`, the "
+built = f"the build at {binary}" if binary else f"commit {commit}"
+command = "bench/engine_cost_breakdown.sh" + ("" if workload == "independent" else f" {workload}")
+print(f"Reproduce with `{command}` ({built}): `{workload}`, the "
       f"{pushes:,} pushes of 2 repetitions in steady state (3 repetitions minus 1).\n")
 print("| instructions per op | tandem | plain_queue |")
 print("|---|---|---|")
 print(f"| pushing thread (tandem: op record + `submit`; queue: `push`) | "
-      f"{push_side / pushes:.0f} | {queue_push / queue_pushes:.0f} |")
+      f"{push_side / pushes:.0f} | {queue[0]} |")
 print(f"| worker (tandem: `execute`: run, finish, release the vars, recycle; queue: `serve`) | "
-      f"{worker_side / pushes:.0f} | {queue_serve / queue_pushes:.0f} |")
-print(f"| total | {(push_side + worker_side) / pushes:.0f} | "
-      f"{(queue_push + queue_serve) / queue_pushes:.0f} |")
+      f"{worker_side / pushes:.0f} | {queue[1]} |")
+print(f"| total | {(push_side + worker_side) / pushes:.0f} | {queue[2]} |")
 print()
 print("tandem's functions by self cost, instructions per op (functions inlined into them count")
 print("as theirs):\n")

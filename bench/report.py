@@ -26,8 +26,10 @@ RESULTS = REPO / "bench" / "results"
 DOC = REPO / "docs" / "benchmarks.md"
 
 # Column order of the tables; systems a suite did not run are left out.
-SYSTEMS = ["tandem", "tandem_profiled", "tandem_naive", "starpu", "tbb_flow", "plain_queue"]
-PEERS = ["starpu", "tbb_flow", "plain_queue"]
+# taskflow is there only when bench_engine was built with TASKFLOW_DIR (bench/run.sh).
+SYSTEMS = ["tandem", "tandem_profiled", "tandem_naive", "starpu", "tbb_flow", "taskflow",
+           "plain_queue"]
+PEERS = ["starpu", "tbb_flow", "taskflow", "plain_queue"]
 ENGINE_WORKLOADS = ["independent", "chains_1000", "one_chain", "fan_out", "push_cost"]
 
 

@@ -8,6 +8,9 @@
 #   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized vs jax.jit forward calls
 #   bench/run.sh all                # engine, frontend, overlap and training
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
+#   TASKFLOW_DIR=/path/to/taskflow bench/run.sh engine   # adds Taskflow as a peer of the engine
+#                                   # suite (a checkout of github:taskflow/taskflow kept outside
+#                                   # the repository; header-only, not packaged by Debian)
 #
 # Each suite writes bench/results/SUITE.json (its records) and bench/results/SUITE.meta.json
 # (how, where and when it ran); bench/report.py turns every results file into a table between
@@ -75,8 +78,9 @@ build_suite() {
       "has not been written)" >&2
     return 1
   fi
-  # Re-run CMake so that a suite folder added since the last configure is picked up.
-  cmake "$build" > /dev/null
+  # Re-run CMake so that a suite folder added since the last configure is picked up, and so that
+  # the engine suite has Taskflow exactly when TASKFLOW_DIR is set now.
+  cmake "$build" -DTASKFLOW_DIR="${TASKFLOW_DIR:-}" > /dev/null
   cmake --build "$build" --target "$target" -j "$jobs" >&2 || {
     echo "run.sh: building $target failed" >&2
     return 1

@@ -11,7 +11,9 @@
 #include "idle_cpu.h"
 #include "metg.h"
 #include "replay_workloads.h"
+#include "scheduling_trace.h"
 #include "tandem/profiler.h"
+#include "taskflow_workloads.h"
 #include "tbb_flow_workloads.h"
 #include "watchdog.h"
 #include "workloads.h"
@@ -72,7 +74,19 @@ EngineSuite::EngineSuite(SuiteOptions options)
 EngineSuite::~EngineSuite() = default;
 
 bool EngineSuite::enabled(const std::string& system) const {
+  if (system == "taskflow" && !taskflow_available()) return false;
   return options_.systems.empty() || options_.systems.contains(system);
+}
+
+SchedulingRounds EngineSuite::new_rounds() {
+  rounds_ = std::make_shared<std::vector<nlohmann::json>>();
+  return rounds_;
+}
+
+bool EngineSuite::taskflow_enabled() {
+  if (!enabled("taskflow")) return false;
+  taskflow_start(cores_);
+  return true;
 }
 
 StarpuSystem& EngineSuite::starpu() {
@@ -103,7 +117,10 @@ std::vector<Entrant> EngineSuite::push_entrants(const std::vector<std::string>& 
   std::vector<Entrant> entrants;
   for (const std::string& name : systems) {
     if (!enabled(name)) continue;
-    if (name == "tandem") entrants.push_back(make_entrant(name, tandem_, num_vars, run));
+    if (name == "tandem") {
+      entrants.push_back(
+          traced(make_entrant(name, tandem_, num_vars, run), tandem_.engine(), new_rounds()));
+    }
     if (name == "tandem_profiled") {
       // The same engine with the profiler recording every op: the profiler's cost per op.
       auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(num_vars));
@@ -143,9 +160,11 @@ void EngineSuite::record_ns_per_op(const std::string& workload, const std::vecto
                              {"samples_ns_per_op", samples},
                              {"cores", cores_}};
     if (timing.system == "starpu") record["scheduler"] = starpu().scheduler();
+    if (timing.system == "taskflow") record["version"] = taskflow_version();
     if (timing.system == "tandem") {
       record["max_ops_in_flight"] = tandem_.engine().config().max_ops_in_flight;
       record["spin_before_park_us"] = tandem_.engine().config().spin_before_park.count();
+      if (rounds_) record["scheduling_per_round"] = *rounds_;
     }
     if (auto it = extra.find(timing.system); it != extra.end()) record.update(it->second);
     records_.add(std::move(record));
@@ -172,6 +191,9 @@ void EngineSuite::measure_writes_round_robin(const std::string& workload, std::s
   if (enabled("tbb_flow")) {
     entrants.push_back({"tbb_flow", [=] { return tbb_flow_writes_round_robin(ops, num_vars); }});
   }
+  if (taskflow_enabled()) {
+    entrants.push_back({"taskflow", [=] { return taskflow_writes_round_robin(ops, num_vars); }});
+  }
   // Replayed in blocks of one op per var: whole blocks only, so only where ops divide evenly,
   // and blocks of many ops (one op per replay would measure the replay call, not the ops).
   if (enabled("tandem_replay") && num_vars >= kReplayVars && num_vars < ops &&
@@ -197,6 +219,9 @@ void EngineSuite::measure_fan_out() {
   if (enabled("tbb_flow")) {
     entrants.push_back({"tbb_flow", [=] { return tbb_flow_fan_out(rounds, reads); }});
   }
+  if (taskflow_enabled()) {
+    entrants.push_back({"taskflow", [=] { return taskflow_fan_out(rounds, reads); }});
+  }
   if (enabled("tandem_replay")) {
     auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(1));
     entrants.push_back({"tandem_replay", [this, vars, rounds, reads] {
@@ -221,13 +246,16 @@ void EngineSuite::measure_push_cost() {
     EngineConfig config = config_of(EngineKind::threaded);
     config.max_ops_in_flight = kUnboundedInFlight;
     unbounded = std::make_unique<TandemSystem>(config);
-    entrants.push_back(make_entrant("tandem", *unbounded, ops, run));
+    entrants.push_back(
+        traced(make_entrant("tandem", *unbounded, ops, run), unbounded->engine(), new_rounds()));
   }
   for (Entrant& entrant : push_entrants({"tandem_naive", "starpu", "plain_queue"}, ops, run)) {
     entrants.push_back(std::move(entrant));
   }
   if (enabled("tbb_flow"))
     entrants.push_back({"tbb_flow", [ops] { return tbb_flow_push_cost(ops); }});
+  if (taskflow_enabled())
+    entrants.push_back({"taskflow", [ops] { return taskflow_push_cost(ops); }});
   const std::vector<Timing> timings = run_side_by_side("push_cost", entrants, repetitions_);
   std::map<std::string, nlohmann::json> extra;
   if (unbounded) {
@@ -256,10 +284,17 @@ void EngineSuite::measure_chain_plus_independent() {
     return run_chain_plus_independent(system, vars, batches, compute, copy);
   };
   std::vector<Entrant> entrants;
-  if (enabled("tandem")) entrants.push_back(make_entrant("tandem", tandem_, 3, run));
+  if (enabled("tandem")) {
+    entrants.push_back(
+        traced(make_entrant("tandem", tandem_, 3, run), tandem_.engine(), new_rounds()));
+  }
   if (enabled("tbb_flow")) {
     entrants.push_back(
         {"tbb_flow", [=] { return tbb_flow_chain_plus_independent(batches, compute, copy); }});
+  }
+  if (taskflow_enabled()) {
+    entrants.push_back(
+        {"taskflow", [=] { return taskflow_chain_plus_independent(batches, compute, copy); }});
   }
   const std::vector<Timing> timings =
       run_side_by_side("chain_plus_independent", entrants, repetitions_);
@@ -311,6 +346,10 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_metg_point(
   if (enabled("tbb_flow")) {
     entrants.push_back(
         {"tbb_flow", [=] { return tbb_flow_task_bench(pattern, width, steps, work); }});
+  }
+  if (taskflow_enabled()) {
+    entrants.push_back(
+        {"taskflow", [=] { return taskflow_task_bench(pattern, width, steps, work); }});
   }
   if (enabled("tandem_replay")) {
     auto vars = std::make_shared<TandemSystem::VarSet>(tandem_.make_vars(2 * width));
@@ -453,6 +492,12 @@ void EngineSuite::measure_idle_cpu() {
     tbb_flow_writes_round_robin(kIdleBurstOps, kIdleBurstOps);
     watchdog_clear();
     record("tbb_flow", process_cpu_percent_while_sleeping(kIdleWindow));
+  }
+  if (taskflow_enabled()) {
+    watchdog_mark("idle_cpu / taskflow");
+    taskflow_writes_round_robin(kIdleBurstOps, kIdleBurstOps);
+    watchdog_clear();
+    record("taskflow", process_cpu_percent_while_sleeping(kIdleWindow));
   }
   if (enabled("starpu")) {
     // First as an application that never calls starpu_pause leaves it; then paused, as every

@@ -2,7 +2,8 @@
 //
 // Systems: tandem (threaded engine, default config), tandem_profiled (the same engine with the
 // profiler on), tandem_naive (runs ops inline in push),
-// starpu (StarPU 1.3), tbb_flow (oneTBB flow graph), plain_queue (mutex + condvar queue, no
+// starpu (StarPU 1.3), tbb_flow (oneTBB flow graph), taskflow (Taskflow, when built with it:
+// taskflow_workloads.h), plain_queue (mutex + condvar queue, no
 // dependencies: the floor, run only where ops are independent), tandem_replay (the threaded
 // engine replaying a captured graph: replay_workloads.h). Every threaded system gets one
 // worker per core.
@@ -18,6 +19,7 @@
 #include "metg.h"
 #include "plain_queue.h"
 #include "records.h"
+#include "scheduling_trace.h"
 #include "side_by_side.h"
 #include "starpu_system.h"
 #include "tandem_system.h"
@@ -42,9 +44,9 @@ inline const std::vector<std::string>& all_workloads() {
   return names;
 }
 inline const std::vector<std::string>& all_systems() {
-  static const std::vector<std::string> names = {"tandem",       "tandem_profiled", "tandem_naive",
-                                                 "starpu",       "tbb_flow",        "plain_queue",
-                                                 "tandem_replay"};
+  static const std::vector<std::string> names = {"tandem",      "tandem_profiled", "tandem_naive",
+                                                 "starpu",      "tbb_flow",        "taskflow",
+                                                 "plain_queue", "tandem_replay"};
   return names;
 }
 
@@ -75,6 +77,8 @@ class EngineSuite {
                    const std::vector<EfficiencyPoint>& curve, std::size_t width);
 
   bool enabled(const std::string& system) const;
+  // enabled("taskflow"), starting its executor on first use.
+  bool taskflow_enabled();
   StarpuSystem& starpu();  // started on first use (see all_workloads)
   // An entrant per push system in `systems` that is enabled, each with its own `num_vars`
   // vars, running `run(system, vars)` per repetition.
@@ -95,6 +99,9 @@ class EngineSuite {
   PlainQueue plain_queue_;
   std::unique_ptr<StarpuSystem> starpu_;
   Records records_;
+  // The scheduling counters of the current workload's tandem runs (scheduling_trace.h).
+  SchedulingRounds rounds_;
+  SchedulingRounds new_rounds();
 };
 
 }  // namespace tandem::bench

@@ -48,7 +48,10 @@ bool is_copy(const OpRecord* op) {
 // work stealing; each restores the outer one when it returns).
 struct CpuExecutor::DrainerContext {
   CpuExecutor* executor;
-  OpRecord* next = nullptr;  // run_next_here's op, run before anything else but urgent ops
+  OpRecord* next = nullptr;         // run_next_here's op, run before anything else but urgent ops
+  std::uint64_t idle_polls = 0;     // published by publish_counters
+  std::uint64_t ran_next_here = 0;  // the same
+  std::uint64_t yields = 0;         // the same
 };
 
 constinit thread_local CpuExecutor::DrainerContext* CpuExecutor::tls_drainer TANDEM_FAST_TLS =
@@ -83,7 +86,8 @@ class CpuExecutor::DrainTask {
 CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
     : engine_(engine),
       num_workers_(resolve_workers(config.cpu_workers)),
-      spin_(config.spin_before_park) {
+      spin_(config.spin_before_park),
+      slot_counters_(std::make_unique<SlotCounters[]>(static_cast<std::size_t>(num_workers_))) {
   allow_parallelism(num_workers_ + 1);
   arena_.initialize(num_workers_, /*reserved_for_masters=*/0);
   for (int i = 0; i < config.priority_workers; ++i) {
@@ -144,7 +148,34 @@ bool CpuExecutor::run_next_here(OpRecord* op) noexcept {
     return false;
   }
   context->next = op;
+  ++context->ran_next_here;
   return true;
+}
+
+void CpuExecutor::add_stats(EngineStats& stats) const {
+  stats.worker_wakes += drainer_wakes_.load(std::memory_order_relaxed);
+  stats.worker_parks += drainer_parks_.load(std::memory_order_relaxed);
+  for (int i = 0; i < num_workers_; ++i) {
+    stats.worker_idle_polls += slot_counters_[i].idle_polls.load(std::memory_order_relaxed);
+    stats.ops_run_next_here += slot_counters_[i].ran_next_here.load(std::memory_order_relaxed);
+    stats.worker_yields += slot_counters_[i].yields.load(std::memory_order_relaxed);
+  }
+}
+
+void CpuExecutor::publish_counters(DrainerContext& context, int worker) noexcept {
+  if (worker < 0 || worker >= num_workers_) return;
+  SlotCounters& slot = slot_counters_[worker];
+  // One writer per slot at a time, so a load and a store (no locked update) suffice.
+  slot.idle_polls.store(slot.idle_polls.load(std::memory_order_relaxed) + context.idle_polls,
+                        std::memory_order_relaxed);
+  slot.ran_next_here.store(
+      slot.ran_next_here.load(std::memory_order_relaxed) + context.ran_next_here,
+      std::memory_order_relaxed);
+  slot.yields.store(slot.yields.load(std::memory_order_relaxed) + context.yields,
+                    std::memory_order_relaxed);
+  context.idle_polls = 0;
+  context.ran_next_here = 0;
+  context.yields = 0;
 }
 
 OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
@@ -190,6 +221,7 @@ void CpuExecutor::wake_drainer() noexcept {
   while (active < num_workers_) {
     if (active_drainers_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       live_drainers_.fetch_add(1, std::memory_order_relaxed);
+      drainer_wakes_.fetch_add(1, std::memory_order_relaxed);
       arena_.enqueue(DrainTask(this));
       return;
     }
@@ -207,13 +239,36 @@ void CpuExecutor::drain() noexcept {
     // an idle one reads it every 64 polls (a read costs ~20 ns).
     Clock::time_point idle_since;
     unsigned empty_polls = 0;
+    bool spinning = false;  // this drainer is the one counted in `spinners_`
     for (;;) {
       if (OpRecord* op = next_op(context)) {
+        // The end of an idle streak: publish the counters (never on a busy drainer's path).
+        if (empty_polls != 0) [[unlikely]] {
+          publish_counters(context, worker);
+          empty_polls = 0;
+          if (spinning) {
+            spinners_.fetch_sub(1, std::memory_order_relaxed);
+            spinning = false;
+          }
+        }
         engine_.execute(op, worker);
-        empty_polls = 0;
         continue;
       }
-      if (empty_polls++ == 0) idle_since = Clock::now();
+      if (empty_polls++ == 0) {
+        idle_since = Clock::now();
+        // One idle drainer spins; the others yield (see `spinners_`).
+        spinning = spinners_.fetch_add(1, std::memory_order_relaxed) == 0;
+        if (!spinning) spinners_.fetch_sub(1, std::memory_order_relaxed);
+      }
+      ++context.idle_polls;
+      if (!spinning) {
+        // Another idle drainer spins: this one gives its core to any other runnable thread
+        // (the pusher, on 2 cores) on every poll, and still sees new work within a poll.
+        ++context.yields;
+        std::this_thread::yield();
+        if (empty_polls % 64 == 0 && Clock::now() - idle_since >= spin_) break;
+        continue;
+      }
       cpu_relax();
       if (empty_polls % 64 == 0) {
         if (Clock::now() - idle_since >= spin_) break;
@@ -221,6 +276,7 @@ void CpuExecutor::drain() noexcept {
         std::this_thread::yield();
       }
     }
+    if (spinning) spinners_.fetch_sub(1, std::memory_order_relaxed);
     active_drainers_.fetch_sub(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     bool work_left = !urgent_.empty() || normal_.may_hold_work() || !background_.empty() ||
@@ -237,6 +293,8 @@ void CpuExecutor::drain() noexcept {
   }
   // `context.next` is empty here: it is always taken before the loop polls the queues.
   tls_drainer = outer;
+  drainer_parks_.fetch_add(1, std::memory_order_relaxed);
+  publish_counters(context, worker);
   // Last access to `this`: the destructor may run as soon as this count reaches zero.
   live_drainers_.fetch_sub(1, std::memory_order_release);
 }

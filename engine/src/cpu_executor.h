@@ -4,7 +4,9 @@
 //   uses the same threads as inter-op parallelism and the two never oversubscribe the cores.
 //   One TBB task per op would cost ~250 ns (docs/toolchain.md), so a TBB task is a *drainer*:
 //   it runs ready ops from our own queues until they stay empty for `spin_before_park`, then
-//   returns, and TBB parks the thread. At most `cpu_workers` drainers exist at once.
+//   returns, and TBB parks the thread. At most `cpu_workers` drainers exist at once, and at
+//   most one of them spins while idle: the others yield their cores on every poll, to the
+//   threads that push (see `spinners_`).
 // - Compute ops with priority > 0 go to the urgent queue, which every drainer checks first and
 //   which the priority lanes' own threads serve, so such an op never waits behind long compute
 //   ops. Ops with priority < 0 run when nothing else is ready.
@@ -29,6 +31,7 @@
 
 #include "ready_fifo.h"
 #include "ready_queue.h"
+#include "tandem/engine.h"
 #include "tandem/engine_config.h"
 
 namespace tandem::detail {
@@ -56,12 +59,17 @@ class CpuExecutor {
   // process caps oneTBB's threads (the smallest live cap wins; it counts one non-worker thread).
   int running_workers() const;
   int num_priority_lanes() const { return static_cast<int>(priority_threads_.size()); }
+  // Adds the workers' counters (EngineStats::worker_wakes and the rest) to `stats`. A drainer
+  // adds its own when it parks, so a spinning drainer's polls show once it has parked.
+  void add_stats(EngineStats& stats) const;
 
  private:
   class DrainTask;
   struct DrainerContext;
   static thread_local DrainerContext* tls_drainer;
   OpRecord* next_op(DrainerContext& context) noexcept;
+  // Adds the counts `context` gathered to the counters of arena slot `worker`, and resets them.
+  void publish_counters(DrainerContext& context, int worker) noexcept;
   OpRecord* pop_any() noexcept;
   // A drainer may take copies only while no priority lane is idle to take them.
   bool drainers_take_copies() const noexcept {
@@ -88,6 +96,24 @@ class CpuExecutor {
   std::atomic<int> active_drainers_{0};
   // Drainer tasks not yet returned (the destructor waits for zero).
   std::atomic<int> live_drainers_{0};
+  // Counters (see add_stats), in the line wake_drainer writes anyway.
+  std::atomic<std::uint64_t> drainer_wakes_{0};
+  std::atomic<std::uint64_t> drainer_parks_{0};
+  // A drainer counts its polls and next-here runs in its own context and publishes them in its
+  // arena slot's line (one writer at a time: a slot's thread) whenever it stops polling.
+  struct alignas(64) SlotCounters {
+    std::atomic<std::uint64_t> idle_polls{0};
+    std::atomic<std::uint64_t> ran_next_here{0};
+    std::atomic<std::uint64_t> yields{0};
+  };
+  // Idle drainers spinning on the queues: at most one (the spinner). Another idle drainer
+  // yields its core on every poll until spin_before_park has passed, then parks as before: it
+  // stays counted in `active_drainers_`, so pushes do not wake it through oneTBB, and it still
+  // sees new work within a poll, but a runnable pusher on its core gets the core. On 2 cores,
+  // two spinning drainers and the pusher took turns on the cores, and the pusher got a fraction
+  // of one (docs/benchmarks.md, "Two modes of a run").
+  alignas(64) std::atomic<int> spinners_{0};
+  std::unique_ptr<SlotCounters[]> slot_counters_;
 
   // Priority lanes waiting for an op (spinning or parked). Each has been notified of every
   // urgent op and copy queued since it last looked, so it takes them promptly.

@@ -9,7 +9,7 @@
 
 #include "engine_core.h"
 #include "logging.h"
-#include "profiler_recorder.h"
+#include "profiler/profiler_recorder.h"
 #include "tandem/errors.h"
 
 namespace tandem::detail {

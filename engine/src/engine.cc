@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "auto_capture_state.h"
-#include "captured_graph.h"
+#include "capture/auto_capture_state.h"
+#include "capture/captured_graph.h"
+#include "capture/graph_recorder.h"
 #include "engine_core.h"
-#include "graph_recorder.h"
 #include "logging.h"
 #include "naive_engine.h"
 #include "tandem/profiler.h"

@@ -7,7 +7,7 @@
 
 #include "fast_tls.h"
 #include "logging.h"
-#include "profiler_recorder.h"
+#include "profiler/profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/inside_op.h"
 
@@ -97,6 +97,17 @@ bool is_live_var_of(Var var, const VarOwner* owner) {
 void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& props,
                 const VarOwner* owner) {
   const std::size_t capacity = reads.size() + writes.size();
+  // One var, the most common push: nothing to deduplicate or sort (callgrind, `independent`:
+  // prepare 98 -> 84 instructions per op).
+  if (capacity == 1) [[likely]] {
+    const bool write = !writes.empty();
+    const Var var = write ? *writes.begin() : *reads.begin();
+    if (!var.valid() || !is_live_var_of(var, owner)) [[unlikely]]
+      throw_bad_slot_var(var, write ? "write" : "read", 0, props, owner);
+    op->slots[0] = VarSlot{var.state(), nullptr, op, write, !write, false};
+    op->num_slots = 1;
+    return;
+  }
   if (capacity > OpRecord::kInlineSlots) op->slots = new VarSlot[capacity];
   VarSlot* slots = op->slots;
   std::uint32_t n = 0;
@@ -157,6 +168,13 @@ void check_device(Device device, const OpProps& props) {
               ": this engine has no worker queue for that device (only cpu(0) is available)");
 }
 
+// For pushes that are not compute ops on cpu(0) (prepare() lets those through without the call).
+[[gnu::noinline]] void check_device_and_queue(Device device, const OpProps& props) {
+  if (static_cast<unsigned>(props.queue) > static_cast<unsigned>(Queue::comm)) [[unlikely]]
+    throw_invalid_queue(props);
+  if (device != cpu()) check_device(device, props);
+}
+
 }  // namespace
 
 constinit thread_local OpRecord* tls_current_op TANDEM_FAST_TLS = nullptr;
@@ -184,10 +202,10 @@ void EngineCore::prepare(OpRecord* op, Device device, VarList reads, VarList wri
                          const OpProps& props) {
   try {
     if (props.name == nullptr) throw Error("tandem: push of an op with a null name");
-    if (static_cast<unsigned>(props.queue) > static_cast<unsigned>(Queue::comm)) [[unlikely]]
-      throw_invalid_queue(props);
-    if (device != cpu()) [[unlikely]]
-      check_device(device, props);
+    // A compute op on the CPU, the common push, costs one test here; the rest is checked out
+    // of line.
+    if (device != cpu() || props.queue != Queue::compute) [[unlikely]]
+      check_device_and_queue(device, props);
     fill_slots(op, reads, writes, props, owner_);
   } catch (...) {
     discard(op);

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "logging.h"
-#include "profiler_recorder.h"
+#include "profiler/profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
 #include "wake_signal.h"
 

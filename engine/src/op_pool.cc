@@ -1,6 +1,6 @@
 // The pools of op records and var states (see object_pool.h).
 #include "object_pool.h"
-#include "profiler_recorder.h"
+#include "profiler/profiler_recorder.h"
 #include "tandem/detail/op_record.h"
 #include "var_state.h"
 

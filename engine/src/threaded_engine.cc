@@ -8,7 +8,7 @@
 #include "assertions.h"
 #include "fast_tls.h"
 #include "logging.h"
-#include "profiler_recorder.h"
+#include "profiler/profiler_recorder.h"
 #include "wake_signal.h"
 
 namespace tandem::detail {
@@ -29,27 +29,30 @@ namespace {
 // over the multiples that trigger a check, and counted delete_var without ever checking).
 struct RoomCheck {
   const void* engine;
-  std::uint32_t unchecked;
+  std::uint32_t left;  // submissions to this engine before the next check
 };
 constinit thread_local RoomCheck tls_room_check TANDEM_FAST_TLS = {nullptr, 0};
 
 }  // namespace
 
-// Inline on the push path: a call here cost ~20 instructions per push (callgrind).
+// Inline on the push path: a call here cost ~20 instructions per push (callgrind). A count
+// down to zero, so that the common case reads no member of the engine.
 [[gnu::always_inline]] inline bool ThreadedEngine::due_for_room_check() noexcept {
   RoomCheck& check = tls_room_check;
   // A thread that alternates between engines checks on every switch.
-  if (check.engine != this || ++check.unchecked > room_check_interval_) [[unlikely]] {
+  if (check.engine != this || --check.left == 0) [[unlikely]] {
     check.engine = this;
-    check.unchecked = 0;
+    check.left = room_check_interval_;
     return true;
   }
   return false;
 }
 
 void ThreadedEngine::check_room() {
-  // Never block inside an op: the ops that would make room might wait for this one.
-  if (current_op() == nullptr && in_flight() >= max_in_flight_) wait_for_room();
+  // Never block inside an op: the ops that would make room might wait for this one. A bound of
+  // 0 means none (tested here, off the push path).
+  if (max_in_flight_ != 0 && current_op() == nullptr && in_flight() >= max_in_flight_)
+    wait_for_room();
 }
 
 void ThreadedEngine::join_parent_epoch(OpRecord* op, const OpRecord* parent) noexcept {
@@ -65,7 +68,7 @@ void ThreadedEngine::join_parent_epoch(OpRecord* op, const OpRecord* parent) noe
   // Backpressure. Reading `completed_` (a line the workers write) costs a cache miss, so a large
   // bound is checked every few submissions of a thread only: the bound may be overshot by up to
   // `room_check_interval_` ops per submitting thread.
-  if (max_in_flight_ != 0 && due_for_room_check()) [[unlikely]]
+  if (due_for_room_check()) [[unlikely]]
     check_room();
   const std::uint64_t ticket = ops_pushed_.fetch_add(1, std::memory_order_seq_cst);
   op->push_sequence = ticket & kSequenceMask;
@@ -100,7 +103,10 @@ void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
   if (profiling::profiled(op)) [[unlikely]]
     return enqueue_on_vars_profiled(op);
   if (queue_on_vars<false>(op)) {
-    if (op->props.inline_when_ready && runs_inline(op)) return execute(op, -1);
+    if (op->props.inline_when_ready && runs_inline(op)) {
+      ops_run_inline_.fetch_add(1, std::memory_order_relaxed);
+      return execute(op, -1);
+    }
     dispatch(op);
   }
 }
@@ -251,10 +257,6 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
   const std::uint8_t parity = op->epoch_parity;
   release_op_record(op);
   if (!counted) return;
-  // Once the completions reach the pushes, shutdown may return and the engine be destroyed
-  // while this thread (an async completion on a foreign thread) still reads its members below.
-  // `releasing_` keeps shutdown from returning until every such tail has left the engine.
-  releasing_.fetch_add(1, std::memory_order_seq_cst);
   const std::uint64_t done_in_parity =
       completed_[parity].fetch_add(1, std::memory_order_seq_cst) + 1;
   if (blocked_threads_.load(std::memory_order_seq_cst) > 0) [[unlikely]] {
@@ -271,6 +273,17 @@ void ThreadedEngine::release(OpRecord* op) noexcept {
       blocked_cv_.notify_all();
     }
   }
+}
+
+void ThreadedEngine::complete(OpRecord* op) noexcept {
+  // Once the completions reach the pushes, shutdown may return and the engine be destroyed
+  // while release() still reads members after its `completed_` increment. Shutdown joins every
+  // thread the engine owns (drainers, lanes, launchers, the fence waiter) before it returns,
+  // so only an async op's completion, which may run on a thread of the program's, can still be
+  // inside the engine then: `releasing_` counts those, and shutdown waits for it to drop to zero.
+  // The other ops save two locked updates of a line every worker writes.
+  releasing_.fetch_add(1, std::memory_order_seq_cst);
+  EngineCore::complete(op);
   releasing_.fetch_sub(1, std::memory_order_release);
 }
 
@@ -547,6 +560,8 @@ EngineStats ThreadedEngine::stats() const {
   stats.ops_in_flight = stats.ops_pushed - std::min(stats.ops_pushed, stats.ops_completed);
   stats.pushes_blocked = pushes_blocked_.load(std::memory_order_relaxed);
   stats.pushes_over_bound = pushes_over_bound_.load(std::memory_order_relaxed);
+  stats.ops_run_inline = ops_run_inline_.load(std::memory_order_relaxed);
+  if (cpu_) cpu_->add_stats(stats);
   return stats;
 }
 

@@ -51,6 +51,8 @@ class ThreadedEngine final : public EngineCore {
 
  private:
   void release(OpRecord* op) noexcept override;
+  // EngineCore::complete, counted in `releasing_` (an async op may complete on any thread).
+  void complete(OpRecord* op) noexcept override;
   std::string lane_name(int worker) const override;
   // Not to be called during shutdown (cpu_ is reset there); the facade never does.
   int cpu_workers() const override { return cpu_ ? cpu_->running_workers() : 0; }
@@ -128,10 +130,12 @@ class ThreadedEngine final : public EngineCore {
   // Threads blocked in wait_all, backpressure or shutdown; completions notify only if any.
   alignas(64) std::atomic<int> blocked_threads_{0};
   std::atomic<int> room_waiters_{0};  // of those, pushes blocked by backpressure
-  // Completions between their `completed_` increment and their last touch of the engine.
+  // Async ops' completions in progress (the only completions that may run on a thread shutdown
+  // does not join; see complete()).
   std::atomic<int> releasing_{0};
   std::atomic<std::uint64_t> pushes_blocked_{0};
   std::atomic<std::uint64_t> pushes_over_bound_{0};
+  std::atomic<std::uint64_t> ops_run_inline_{0};  // EngineStats::ops_run_inline
   // The completion count a wait_all waits for, per epoch parity (kNoTarget: none), before
   // `parity_adjust_`: ops pushed from inside an op of an older epoch count in that epoch.
   std::atomic<std::uint64_t> drain_target_[2] = {kNoTarget, kNoTarget};

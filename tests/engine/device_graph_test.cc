@@ -1,6 +1,6 @@
-// Device graphs of captured windows (tandem/graph.h, engine/src/device_graph_run.h) on sim: a
-// chain of accelerator ops replays as one launch, with the results and errors of pushing the ops
-// one by one, and the sim's modelled clock pays one launch latency per replay.
+// Device graphs of captured windows (tandem/graph.h, engine/src/capture/device_graph_run.h) on
+// sim: a chain of accelerator ops replays as one launch, with the results and errors of pushing
+// the ops one by one, and the sim's modelled clock pays one launch latency per replay.
 #include <tandem/accel/accelerator.h>
 #include <tandem/accel/device_graph.h>
 #include <tandem/accel/stream.h>

@@ -28,7 +28,7 @@
 
 #include "captured_graph.h"
 #include "engine_core.h"
-#include "profiler_recorder.h"
+#include "profiler/profiler_recorder.h"
 #include "spin_lock.h"
 
 namespace tandem::detail {
