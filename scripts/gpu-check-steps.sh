@@ -50,7 +50,7 @@ step_libraries() {
     echo "gpu-check: the bundle is incomplete or damaged (checksums above)" >&2
     return 1
   }
-  echo "machine: $(ldd --version | head -n 1); the bundle needs $(manifest_value needs_glibc)"
+  echo "machine: $(ldd --version | sed -n 1p); the bundle needs $(manifest_value needs_glibc)"
   echo "machine cuBLAS: $cuda_lib_where"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   local program listing status=0
@@ -140,7 +140,7 @@ step_bench_overlap() {
     return 0
   fi
   local gpu
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -n 1)
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | sed -n 1p)
   python3 "$repo/bench/report.py" --record-run overlap \
     --command "scripts/gpu-check.sh${quick_flag:+ --quick}" --seconds $((SECONDS - start)) \
     --note "on ${gpu:-a GPU machine}: gpu-bundle built from commit $(manifest_value commit)" ||

@@ -172,9 +172,12 @@ find_machine_cuda_libs() {
   for library in "${wanted[@]}"; do
     [[ $library == libcuda.so.* ]] || needed+=("$library")
   done
-  local missing=0
+  # Read once into a variable: `ldconfig -p | grep -q` under pipefail fails with SIGPIPE
+  # whenever grep finds its line before ldconfig has written everything.
+  local missing=0 cache
+  cache=$(ldconfig -p 2> /dev/null)
   for library in "${needed[@]}"; do
-    ldconfig -p | grep -qF "$library " || missing=1
+    grep -qF "$library " <<< "$cache" || missing=1
   done
   if ((missing == 0)); then
     cuda_lib_where="in the loader's cache"
@@ -211,7 +214,7 @@ find_machine_cuda_libs
 # The machine's own library path stays last: it may hold the driver (e.g. /usr/local/nvidia/lib64).
 export LD_LIBRARY_PATH=$bundle/lib${cuda_lib_dir:+:$cuda_lib_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # The bundle's libstdc++/libgcc_s only where the machine's are older than the build's.
-if ldd "$bin/frontend_tests" 2>&1 | grep -q "GLIBCXX.* not found"; then
+if grep -q "GLIBCXX.* not found" <<< "$(ldd "$bin/frontend_tests" 2>&1)"; then
   LD_LIBRARY_PATH=$bundle/lib:$bundle/lib/compat:${LD_LIBRARY_PATH#"$bundle"/lib:}
 fi
 
