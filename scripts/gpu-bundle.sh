@@ -5,7 +5,8 @@
 # CUDA toolkit), usually as `bash scripts/gpu-check.sh --bundle`. The bundle is put together in
 # $TANDEM_GPU_BUILD_DIR/bundle/:
 #
-#   bin/          the test programs, the overlap benchmark, three GPU examples and gpu_probe,
+#   bin/          the test programs, the overlap and gpu benchmarks, three GPU examples and
+#                 gpu_probe,
 #                 built Release for sm_$CMAKE_CUDA_ARCHITECTURES, stripped
 #   lib/          the shared libraries they need that a bare machine lacks (found with ldd):
 #                 oneTBB, spdlog, fmt, OpenBLAS and its Fortran runtime, cudart
@@ -51,6 +52,7 @@ PROGRAMS=(
   frontend_tests:tests/frontend/frontend_tests
   frontend_oom_tests:tests/frontend/frontend_oom_tests
   bench_overlap:bench/overlap/bench_overlap
+  bench_gpu:bench/gpu/bench_gpu
   devices:examples/devices/devices
   accel_parallel:examples/accel_parallel/accel_parallel
   multi_device:examples/multi_device/multi_device
