@@ -632,6 +632,48 @@ def render_device_graphs(records):
     return lines
 
 
+# --- the gpu suite ---------------------------------------------------------------------------
+
+
+def render_gpu(records, meta):
+    """tandem vs PyTorch on one GPU (bench/gpu): one row per workload, the speed ratio."""
+    lines = provenance(meta)
+    measured = [r for r in records if not r.get("skipped") and "value" in r]
+    skipped = [r for r in records if r.get("skipped")]
+    devices = sorted({r["device"] for r in measured if r.get("device")})
+    if devices:
+        lines += [f"Device: {', '.join(devices)}.", ""]
+    for r in skipped:
+        lines += [f"*{r.get('system', 'a peer')} skipped: {r.get('reason', 'no reason given')}.*",
+                  ""]
+    if not measured:
+        return "\n".join(lines + ["*No GPU records: `bench/run.sh gpu` skips without a CUDA "
+                                   "device; run it through scripts/gpu-check.sh on a GPU "
+                                   "machine.*"]) + "\n"
+    lines += ["Each value is the median of 3 rounds in one run, tandem and PyTorch (eager, "
+              "float32, TF32 off) on the same GPU one after the other. *speed vs PyTorch*: "
+              "tandem's rate / PyTorch's, or PyTorch's time / tandem's; above 1 tandem is "
+              "faster. `tandem_cpu`: the same epoch on tandem's cpu.", ""]
+    index = by_key(measured)
+    workloads = list(dict.fromkeys(r["workload"] for r in measured))
+    rows = []
+    for workload in workloads:
+        ours = index.get((workload, "tandem"))
+        peer = index.get((workload, "pytorch"))
+        on_cpu = index.get((workload, "tandem_cpu"))
+        sample = ours or peer or on_cpu
+        ratio = "—"
+        if ours and peer and ours["value"] and peer["value"]:
+            ratio = fmt_ratio(ours["value"] / peer["value"] if sample.get("higher_is_better")
+                              else peer["value"] / ours["value"])
+        rows.append([workload, sample.get("detail", "—"), sample.get("unit", "—"),
+                     fmt_cell((ours or {}).get("value")), fmt_cell((peer or {}).get("value")),
+                     ratio, fmt_cell((on_cpu or {}).get("value"))])
+    lines += table(["workload", "what", "unit", "tandem", "PyTorch", "speed vs PyTorch",
+                    "tandem_cpu"], rows)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def load_suites():
     suites = {}
     for path in sorted(RESULTS.glob("*.json")):
@@ -656,6 +698,7 @@ RENDERERS = {
     "training": render_training,
     "multi_device": render_multi_device,
     "graph": render_graph,
+    "gpu": render_gpu,
 }
 
 

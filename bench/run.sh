@@ -6,6 +6,10 @@
 #   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX
 #   bench/run.sh multi_device --quick   # data, pipeline and model parallel on sim devices
 #   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized vs jax.jit forward calls
+#   bench/run.sh gpu [--quick]      # cuda(0) against PyTorch on the same GPU (the machine's own
+#                                   # torch, never installed); without a GPU: "skipped: no CUDA
+#                                   # device", exit 0. On a lent GPU machine scripts/gpu-check.sh
+#                                   # runs it from the bundle.
 #   bench/run.sh all                # engine, frontend, overlap and training
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
 #   TASKFLOW_DIR=/path/to/taskflow bench/run.sh engine   # adds Taskflow as a peer of the engine
@@ -19,7 +23,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: bench/run.sh engine|frontend|overlap|training|multi_device|graph|all [--quick]" >&2
+  echo "usage: bench/run.sh engine|frontend|overlap|training|multi_device|graph|gpu|all [--quick]" >&2
   exit 2
 }
 
@@ -33,7 +37,14 @@ for arg in "$@"; do
     *) usage ;;
   esac
 done
-case $suite in engine | frontend | overlap | training | multi_device | graph | all) ;; *) usage ;; esac
+case $suite in engine | frontend | overlap | training | multi_device | graph | gpu | all) ;; *) usage ;; esac
+
+# The gpu suite needs a GPU: without one there is nothing to build or measure.
+if [[ $suite == gpu ]] && ! nvidia-smi -L > /dev/null 2>&1; then
+  echo "bench/run.sh gpu: skipped: no CUDA device (nvidia-smi finds none); nothing was built or" \
+    "changed. On a lent GPU machine, scripts/gpu-check.sh runs this suite from the bundle."
+  exit 0
+fi
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$repo/build-bench
@@ -59,7 +70,12 @@ ensure_packages() {
 }
 
 configure() {
-  [[ -f $build/CMakeCache.txt ]] && return
+  # The gpu suite needs the CUDA backend in the build.
+  [[ $suite == gpu ]] && TANDEM_BENCH_CUDA=ON
+  if [[ -f $build/CMakeCache.txt ]]; then
+    [[ $suite != gpu ]] || cmake -DTANDEM_CUDA=ON "$build" > /dev/null
+    return
+  fi
   mkdir -p "$build"
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DTANDEM_BUILD_BENCH=ON -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_EXAMPLES=OFF \
@@ -108,15 +124,26 @@ run_suite() {
     environment=(TANDEM_SIM_DEVICES=4 TANDEM_SIM_GFLOPS=0.05 TANDEM_MAX_OPS_IN_FLIGHT=1024)
   fi
   echo "run.sh: ${environment[*]} $binary ${quick[*]} --out bench/results/$name.json"
-  env "${environment[@]}" "$binary" "${quick[@]}" --out "$results/$name.json" || {
+  local fresh=$results/.$name.json.new
+  rm -f "$fresh"
+  env "${environment[@]}" "$binary" "${quick[@]}" --out "$fresh" || {
     echo "run.sh: $binary failed (exit $?); bench/results/$name.json was not updated" >&2
     return 1
   }
+  if [[ ! -s $fresh ]]; then  # bench_gpu without a device: it said so, and wrote nothing
+    echo "run.sh: $binary wrote no records; bench/results/$name.json was not updated"
+    return 0
+  fi
+  mv "$fresh" "$results/$name.json"
   if [[ $name == training ]]; then
     # The JAX peer, in its own virtual environment, adds its records and the targets.
     bash "$repo/bench/peer_jax.sh" "$repo/bench/training/jax_peer.py" "$results/$name.json" \
       --digits "$repo/data/digits" "${quick[@]}" ||
       echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
+  elif [[ $name == gpu ]]; then
+    # PyTorch on the same GPU, only the machine's own (it records itself skipped without one).
+    python3 "$repo/bench/gpu/torch_peer.py" --results "$results/$name.json" "${quick[@]}" ||
+      echo "run.sh: the PyTorch peer failed; tandem's records are kept" >&2
   elif [[ $name == graph ]]; then
     # The same MLP under jax.jit (and eager JAX), side by side with hybridize.
     bash "$repo/bench/peer_jax.sh" "$repo/bench/graph/jax_peer.py" "$results/$name.json" \

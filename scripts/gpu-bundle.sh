@@ -5,7 +5,8 @@
 # CUDA toolkit), usually as `bash scripts/gpu-check.sh --bundle`. The bundle is put together in
 # $TANDEM_GPU_BUILD_DIR/bundle/:
 #
-#   bin/          the test programs, the overlap benchmark, three GPU examples and gpu_probe,
+#   bin/          the test programs, the overlap and gpu benchmarks, three GPU examples and
+#                 gpu_probe,
 #                 built Release for sm_$CMAKE_CUDA_ARCHITECTURES, stripped
 #   lib/          the shared libraries they need that a bare machine lacks (found with ldd):
 #                 oneTBB, spdlog, fmt, OpenBLAS and its Fortran runtime, cudart
@@ -26,6 +27,9 @@
 # Environment: TANDEM_GPU_BUILD_DIR (default build-gpu-bundle), CMAKE_CUDA_ARCHITECTURES
 # (default 90: H100/H200), TANDEM_JOBS (default 2).
 set -euo pipefail
+# With pipefail, a reader that stops early (`head`, `grep -q`, awk's `exit`) makes the writer die
+# of SIGPIPE, and `x=$(writer | reader)` then ends this script with 141 and no message. Readers
+# here therefore read to the end of their input (sed -n 1p, awk without exit, a here-string).
 
 SCRIPT_NAME=gpu-bundle.sh
 # shellcheck source=scripts/lib.sh
@@ -48,6 +52,7 @@ PROGRAMS=(
   frontend_tests:tests/frontend/frontend_tests
   frontend_oom_tests:tests/frontend/frontend_oom_tests
   bench_overlap:bench/overlap/bench_overlap
+  bench_gpu:bench/gpu/bench_gpu
   devices:examples/devices/devices
   accel_parallel:examples/accel_parallel/accel_parallel
   multi_device:examples/multi_device/multi_device
@@ -98,7 +103,7 @@ CUDA_ROOT=""
 CUDA_LIB=""
 find_cuda() {
   CUDA_ROOT=$(sed -n 's/^set(CMAKE_CUDA_COMPILER_TOOLKIT_ROOT "\(.*\)")$/\1/p' \
-    "$BUILD_DIR"/CMakeFiles/*/CMakeCUDACompiler.cmake | head -n 1)
+    "$BUILD_DIR"/CMakeFiles/*/CMakeCUDACompiler.cmake | sed -n 1p)
   [[ -n $CUDA_ROOT ]] || die "$BUILD_DIR does not say which CUDA toolkit it was built with"
   local dir
   for dir in "$CUDA_ROOT/lib64" "$CUDA_ROOT/lib" "$CUDA_ROOT/targets/x86_64-linux/lib"; do
@@ -142,9 +147,13 @@ copy_libraries() {
       cp -L "$path" "$STAGE/lib/$name"
     fi
   done < <(awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' <<< "$listing" | sort -u)
-  local library
+  local library cache
+  cache=$(ldconfig -p)
   for library in "${DLOPENED_LIBS[@]}"; do
-    path=$(ldconfig -p | awk -v name="$library" '$1 == name { print $NF; exit }')
+    # Not `ldconfig -p | awk '... exit'`: ldconfig, still writing after awk is gone, died of
+    # SIGPIPE and pipefail ended the script with 141 after the build (issue 22).
+    path=$(awk -v name="$library" '$1 == name && path == "" { path = $NF } END { print path }' \
+      <<< "$cache")
     [[ -n $path ]] && cp -L "$path" "$STAGE/lib/$library"
   done
   chmod 644 "$STAGE"/lib/*.so* "$STAGE"/lib/compat/*

@@ -50,7 +50,7 @@ step_libraries() {
     echo "gpu-check: the bundle is incomplete or damaged (checksums above)" >&2
     return 1
   }
-  echo "machine: $(ldd --version | head -n 1); the bundle needs $(manifest_value needs_glibc)"
+  echo "machine: $(ldd --version | sed -n 1p); the bundle needs $(manifest_value needs_glibc)"
   echo "machine cuBLAS: $cuda_lib_where"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   local program listing status=0
@@ -123,6 +123,30 @@ step_examples() {
   return "$status"
 }
 
+# Writes bench/results/SUITE.meta.json for a run that started at START (bash's SECONDS), with
+# the GPU's name and the bundle's commit (the copy of the repository here may have no .git),
+# then regenerates docs/benchmarks.md.
+record_bench_run() {
+  local suite=$1 start=$2 gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | sed -n 1p)
+  python3 "$repo/bench/report.py" --record-run "$suite" \
+    --command "scripts/gpu-check.sh${quick_flag:+ --quick}" --seconds $((SECONDS - start)) \
+    --note "on ${gpu:-a GPU machine}: gpu-bundle built from commit $(manifest_value commit)" ||
+    return 1
+  python3 - "$repo/bench/results/$suite.meta.json" "$(manifest_value commit)" \
+    "$(manifest_value uncommitted_changes)" << 'EOF' || return 1
+import json, sys
+path, commit, dirty = sys.argv[1:]
+with open(path) as f:
+    meta = json.load(f)
+if meta.get("git_commit", "unknown") == "unknown":
+    meta["git_commit"], meta["uncommitted_changes"] = commit, dirty == "yes"
+with open(path, "w") as f:
+    f.write(json.dumps(meta, indent=2) + "\n")
+EOF
+  python3 "$repo/bench/report.py"
+}
+
 step_bench_overlap() {
   local records=$repo/bench/results/overlap.json start=$SECONDS capture status=0
   capture=$(mktemp)
@@ -139,26 +163,36 @@ step_bench_overlap() {
     echo "gpu-check: no python3: the records are kept, docs/benchmarks.md is not regenerated"
     return 0
   fi
-  local gpu
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -n 1)
-  python3 "$repo/bench/report.py" --record-run overlap \
-    --command "scripts/gpu-check.sh${quick_flag:+ --quick}" --seconds $((SECONDS - start)) \
-    --note "on ${gpu:-a GPU machine}: gpu-bundle built from commit $(manifest_value commit)" ||
+  record_bench_run overlap "$start" || return 1
+  cp "$repo/bench/results/overlap.meta.json" "$results/bench-results/"
+  cp "$repo/docs/benchmarks.md" "$results/"
+}
+
+# bench_gpu (bench/gpu: the workloads of issue 22 on gpu(0)) and its PyTorch peer, with the
+# machine's own torch when python3 imports it (never installed): bench/results/gpu.json, its
+# provenance and the regenerated docs/benchmarks.md.
+step_bench_gpu() {
+  local records=$repo/bench/results/gpu.json start=$SECONDS fresh
+  fresh=$(mktemp)
+  rm -f "$fresh"
+  "$bin/bench_gpu" ${quick_flag:+--quick} --out "$fresh" || return $?
+  if [[ ! -s $fresh ]]; then
+    echo "gpu-check: bench_gpu wrote no records (it found no CUDA device)" >&2
     return 1
-  local meta=$repo/bench/results/overlap.meta.json
-  # The copy of the repository here may have no .git: the commit is the bundle's.
-  python3 - "$meta" "$(manifest_value commit)" "$(manifest_value uncommitted_changes)" << 'EOF' || return 1
-import json, sys
-path, commit, dirty = sys.argv[1:]
-with open(path) as f:
-    meta = json.load(f)
-if meta.get("git_commit", "unknown") == "unknown":
-    meta["git_commit"], meta["uncommitted_changes"] = commit, dirty == "yes"
-with open(path, "w") as f:
-    f.write(json.dumps(meta, indent=2) + "\n")
-EOF
-  python3 "$repo/bench/report.py" || return 1
-  cp "$meta" "$results/bench-results/"
+  fi
+  mv "$fresh" "$records"
+  mkdir -p "$results/bench-results"
+  if ! command -v python3 > /dev/null; then
+    cp "$records" "$results/bench-results/"
+    echo "gpu-check: no python3: no PyTorch peer; the records are kept, docs not regenerated"
+    return 0
+  fi
+  # The peer records itself as skipped (and why) when torch is missing or sees no GPU.
+  timeout 300 python3 "$repo/bench/gpu/torch_peer.py" --results "$records" ${quick_flag:+--quick} ||
+    echo "gpu-check: the PyTorch peer failed (exit $?); tandem's records are kept"
+  cp "$records" "$results/bench-results/"
+  record_bench_run gpu "$start" || return 1
+  cp "$repo/bench/results/gpu.meta.json" "$results/bench-results/"
   cp "$repo/docs/benchmarks.md" "$results/"
 }
 
@@ -207,4 +241,4 @@ step_memcheck() { sanitize memcheck; }
 step_synccheck() { sanitize synccheck; }
 
 export ROUND_TRIP_CASES SKIP_MARKER
-export -f logged ran_on_gpu doctest_on_gpu find_compute_sanitizer sanitize
+export -f logged ran_on_gpu doctest_on_gpu find_compute_sanitizer sanitize record_bench_run

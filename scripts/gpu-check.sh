@@ -19,6 +19,9 @@
 #   examples       devices, accel_parallel --cuda, multi_device --cuda
 #   bench-overlap  bench_overlap on sim(0) and gpu(0): bench/results/overlap.json with gpu(0)
 #                  rows, its provenance and the regenerated docs/benchmarks.md
+#   bench-gpu      bench_gpu (bench/gpu) and its PyTorch peer (the machine's own torch, when
+#                  python3 imports it): bench/results/gpu.json and the regenerated
+#                  docs/benchmarks.md
 #   memcheck       compute-sanitizer --tool memcheck on tests/cuda and frontend.devices
 #   synccheck      compute-sanitizer --tool synccheck on the same
 #
@@ -46,10 +49,10 @@ set -uo pipefail
 
 readonly EXIT_FAILED=1 EXIT_USAGE=2 EXIT_NO_DEVICE=3 EXIT_NO_BUNDLE=4
 readonly STEPS=(libraries device cuda-tests frontend-cuda round-trips frontend examples
-  bench-overlap memcheck synccheck)
+  bench-overlap bench-gpu memcheck synccheck)
 declare -A LIMIT_S=([libraries]=60 [device]=60 [cuda-tests]=180 [frontend-cuda]=180
-  [round-trips]=180 [frontend]=180 [examples]=120 [bench-overlap]=240 [memcheck]=180
-  [synccheck]=180)
+  [round-trips]=180 [frontend]=180 [examples]=120 [bench-overlap]=240 [bench-gpu]=300
+  [memcheck]=180 [synccheck]=180)
 
 usage() {
   echo "usage: scripts/gpu-check.sh [--quick] [--force] [--only STEP[,STEP...]] | --bundle | --list" >&2
@@ -172,9 +175,12 @@ find_machine_cuda_libs() {
   for library in "${wanted[@]}"; do
     [[ $library == libcuda.so.* ]] || needed+=("$library")
   done
-  local missing=0
+  # Read once into a variable: `ldconfig -p | grep -q` under pipefail fails with SIGPIPE
+  # whenever grep finds its line before ldconfig has written everything.
+  local missing=0 cache
+  cache=$(ldconfig -p 2> /dev/null)
   for library in "${needed[@]}"; do
-    ldconfig -p | grep -qF "$library " || missing=1
+    grep -qF "$library " <<< "$cache" || missing=1
   done
   if ((missing == 0)); then
     cuda_lib_where="in the loader's cache"
@@ -211,7 +217,7 @@ find_machine_cuda_libs
 # The machine's own library path stays last: it may hold the driver (e.g. /usr/local/nvidia/lib64).
 export LD_LIBRARY_PATH=$bundle/lib${cuda_lib_dir:+:$cuda_lib_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # The bundle's libstdc++/libgcc_s only where the machine's are older than the build's.
-if ldd "$bin/frontend_tests" 2>&1 | grep -q "GLIBCXX.* not found"; then
+if grep -q "GLIBCXX.* not found" <<< "$(ldd "$bin/frontend_tests" 2>&1)"; then
   LD_LIBRARY_PATH=$bundle/lib:$bundle/lib/compat:${LD_LIBRARY_PATH#"$bundle"/lib:}
 fi
 

@@ -46,13 +46,19 @@ std::vector<T> sample(std::int64_t n, unsigned seed, double low = -4.0, double h
   return data;
 }
 
-// Device memory of gpu(0) holding a copy of `host`, freed at scope exit.
+// Device memory of gpu(0), zeroed or holding a copy of `host`, freed at scope exit.
 template <class T>
 class DeviceBuffer {
  public:
+  // Zeroed here: cudaMalloc does not clear memory, and a block that an earlier test of the same
+  // process freed comes back with that test's bytes (issue 22: a capture test read such a block
+  // as "the copy ran").
   explicit DeviceBuffer(std::size_t count) : count_(count) {
     cuda_ok(cudaSetDevice(0), "cudaSetDevice");
-    cuda_ok(cudaMalloc(&data_, std::max<std::size_t>(count, 1) * sizeof(T)), "cudaMalloc");
+    const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(T);
+    cuda_ok(cudaMalloc(&data_, bytes), "cudaMalloc");
+    cuda_ok(cudaMemset(data_, 0, bytes), "cudaMemset");
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
     cuda_ok(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),

@@ -81,7 +81,10 @@ TEST_SUITE("cuda.device_graph") {
     if (!have_cuda("CUDA graph capture")) return;
     tandem::Stream& stream = tandem::accelerator(tandem::cuda(0)).stream(Queue::compute, 0);
     REQUIRE(stream.supports_graph_capture());
+    // `target` starts zeroed (DeviceBuffer clears it): the check after end_graph_capture then
+    // tells a copy that ran from one that was only captured.
     DeviceBuffer<int> source(std::vector<int>(kCount, 7)), target(kCount);
+    REQUIRE(target.read() == std::vector<int>(kCount, 0));
     stream.begin_graph_capture();
     CHECK_THROWS_AS(stream.enqueue_host([] {}, {}), tandem::Error);
     CHECK_THROWS_AS((void)stream.record(), tandem::Error);

@@ -45,8 +45,10 @@ Network make_network(Device device) {
   return net;
 }
 
+// Live arrays' bytes: the blocks the front end keeps for reuse by the next array of their size
+// (nd::reusable_bytes) are a cache, not memory a step holds on to.
 std::size_t in_use(Device device) {
-  return accelerator(device).device_pool().stats().bytes_in_use;
+  return accelerator(device).device_pool().stats().bytes_in_use - nd::reusable_bytes(device);
 }
 std::size_t peak(Device device) {
   return accelerator(device).device_pool().stats().peak_bytes_in_use;

@@ -3,6 +3,7 @@
 // every op still queued on the dead array, without a wait.
 #include <doctest/doctest.h>
 
+#include <tandem/accel/accelerator.h>
 #include <tandem/tandem.h>
 
 #include <atomic>
@@ -192,6 +193,36 @@ TEST_SUITE("frontend.storage_reuse") {
     CHECK_NOTHROW(nd::set_default_engine(EngineKind::naive));
     { const nd::NDArray dead = nd::ones({kSide, kSide}) + 1; }
     CHECK_NOTHROW(nd::set_default_engine(EngineConfig{}));
+  }
+
+  TEST_CASE("a never-syncing loop on sim(0) reuses device blocks in flight: no allocation") {
+    // Issue 22, item 3: the device pool serves no request at all once the loop is warm (each
+    // iteration takes the block and var of the array two iterations back), and the loop keeps
+    // two blocks, not one per iteration in flight.
+    for (EngineKind kind : {EngineKind::threaded, EngineKind::naive}) {
+      CAPTURE(tandem::engine_kind_name(kind));
+      auto engine = Engine::create(EngineConfig{.kind = kind});
+      nd::EngineScope scope(*engine);
+      tandem::MemoryPool& pool = tandem::accelerator(tandem::sim(0)).device_pool();
+      const nd::NDArray x = nd::ones({kSide, kSide}, tandem::sim(0));
+      nd::NDArray y;
+      for (int i = 0; i < 4; ++i) y = x + 1;  // warm up: two storages in the cycle
+      engine->wait_all();
+      const tandem::MemoryPoolStats before = pool.stats();
+      std::vector<Var> vars;
+      for (int i = 0; i < 500; ++i) {
+        y = x + 1;
+        vars.push_back(y.var());
+      }
+      const tandem::MemoryPoolStats queued = pool.stats();
+      engine->wait_all();
+      const tandem::MemoryPoolStats after = pool.stats();
+      CHECK(after.raw_allocations == before.raw_allocations);
+      CHECK(after.cache_hits == before.cache_hits);
+      CHECK(queued.bytes_in_use == before.bytes_in_use);  // no block per iteration in flight
+      CHECK(distinct(vars) == 2);
+      CHECK(all_equal(y, 2.0f));
+    }
   }
 
   TEST_CASE("under a small in-flight bound a never-syncing loop stays correct and bounded") {

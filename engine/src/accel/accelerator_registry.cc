@@ -214,3 +214,16 @@ void configure_accelerators(const AcceleratorConfig& config) {
 }
 
 }  // namespace tandem
+
+namespace tandem {
+
+MemoryPool& pinned_host_pool() {
+  if (accelerator_count(DeviceKind::cuda) > 0) return accelerator(tandem::cuda(0)).pinned_pool();
+  if (accelerator_count(DeviceKind::sim) > 0) return accelerator(sim(0)).pinned_pool();
+  throw Error(
+      "tandem: pinned host memory needs an accelerator, and this process has none (no CUDA "
+      "device, and no sim device: TANDEM_SIM_DEVICES=0); pinned memory only speeds up copies to "
+      "an accelerator, so use pageable memory here");
+}
+
+}  // namespace tandem

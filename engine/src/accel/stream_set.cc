@@ -1,6 +1,7 @@
 #include "tandem/accel/stream_set.h"
 
 #include <exception>
+#include <string>
 #include <utility>
 
 #include "tandem/errors.h"
@@ -30,6 +31,15 @@ StreamSet::StreamSet(Device device, int compute_streams, const MakeStream& make)
   for (Queue queue : kSingleQueues) {
     single_[static_cast<std::size_t>(queue) - 1] = make(queue, 0, name(device, queue, 0));
   }
+  staging_[0] = make(Queue::copy_h2d, 1, name(device, Queue::copy_h2d, 0) + " stage");
+  staging_[1] = make(Queue::copy_d2h, 1, name(device, Queue::copy_d2h, 0) + " stage");
+}
+
+Stream& StreamSet::staging(Queue direction) {
+  if (direction == Queue::copy_h2d) return *staging_[0];
+  if (direction == Queue::copy_d2h) return *staging_[1];
+  throw Error(std::string("tandem: only copy_h2d and copy_d2h have a staging stream, not ") +
+              queue_name(direction));
 }
 
 Stream& StreamSet::stream(Queue queue, int index) {
@@ -44,6 +54,7 @@ std::vector<Stream*> StreamSet::all() {
   std::vector<Stream*> streams;
   for (auto& s : compute_) streams.push_back(s.get());
   for (auto& s : single_) streams.push_back(s.get());
+  for (auto& s : staging_) streams.push_back(s.get());
   return streams;
 }
 

@@ -66,8 +66,10 @@ class WriteReads {
 };
 
 // A new dense array on `engine`: checks the shape's size (naming `op`), allocates, gives it a var.
-// `first_write` says who writes it first (see FirstWrite in storage.h).
+// `first_write` says who writes it first (see FirstWrite in storage.h); `pinned`: a pinned cpu
+// array whose memory comes from that pool.
 NDArray allocate_array(Engine& engine, const Shape& shape, DType dtype, Device device,
-                       const char* op, FirstWrite first_write = FirstWrite::by_op);
+                       const char* op, FirstWrite first_write = FirstWrite::by_op,
+                       MemoryPool* pinned = nullptr);
 
 }  // namespace tandem::nd::detail

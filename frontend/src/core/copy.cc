@@ -8,6 +8,7 @@
 #include "core/elementwise_push.h"
 #include "core/transfer.h"
 #include "graph/op_trace.h"
+#include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
 #include "tandem/nd/ndarray.h"
 
@@ -20,10 +21,15 @@ NDArray dense(const NDArray& source) {
   return source.is_contiguous() ? source : source.copy();
 }
 
-NDArray copy_as(const NDArray& source, DType dtype, Device device, const char* op) {
+// `pinned`: the pool of a pinned cpu result (pin_memory); copies from an accelerator to the cpu
+// land in pinned memory anyway (detail::pinned_landing).
+NDArray copy_as(const NDArray& source, DType dtype, Device device, const char* op,
+                MemoryPool* pinned = nullptr) {
   detail::check_defined(op, source);
   if (device != source.device()) detail::check_transfer(op, source.device(), device);
-  NDArray out = detail::allocate_array(source.engine(), source.shape(), dtype, device, op);
+  if (pinned == nullptr) pinned = detail::pinned_landing(source, device);
+  NDArray out = detail::allocate_array(source.engine(), source.shape(), dtype, device, op,
+                                       detail::FirstWrite::by_op, pinned);
   if (device == source.device()) {
     detail::push_copy(source, out, op);
   } else {
@@ -78,6 +84,21 @@ void NDArray::copyto(NDArray destination) const {
   detail::check_same_place("copyto", {this, &destination});
   const NDArray source = detail::overlaps_differently(*this, destination) ? copy() : *this;
   detail::push_copy(source, destination, "copyto");
+}
+
+bool NDArray::is_pinned() const {
+  return defined() && detail::NDArrayAccess::storage(*this)->pinned != nullptr;
+}
+
+NDArray NDArray::pin_memory() const {
+  detail::check_defined("pin_memory", *this);
+  if (device().is_accelerator()) {
+    throw Error("tandem: pin_memory: the array is on " + to_string(device()) +
+                "; only cpu arrays can be pinned (copyto(tandem::cpu()) from an accelerator "
+                "returns a pinned array already)");
+  }
+  if (is_pinned()) return *this;
+  return copy_as(*this, dtype(), device(), "pin_memory", &pinned_host_pool());
 }
 
 NDArray NDArray::as_in_context(Device device) const {

@@ -42,6 +42,10 @@ void waitall() {
   current_engine().wait_all();
 }
 
+std::size_t reusable_bytes(Device device) {
+  return detail::parked_bytes_on(device);
+}
+
 void waitall(std::chrono::milliseconds timeout) {
   throw_if_capturing("waitall");
   current_engine().wait_all(timeout);

@@ -23,11 +23,12 @@ using detail::throw_if_capturing;
 namespace detail {
 
 NDArray allocate_array(Engine& engine, const Shape& shape, DType dtype, Device device,
-                       const char* op, FirstWrite first_write) {
+                       const char* op, FirstWrite first_write, MemoryPool* pinned) {
   check_dtype(op, dtype);
   const std::int64_t n = ops::checked_num_elements(shape, ops::dtype_size(dtype), op);
-  auto storage = create_storage(
-      engine, device, static_cast<std::size_t>(n) * ops::dtype_size(dtype), op, first_write);
+  auto storage =
+      create_storage(engine, device, static_cast<std::size_t>(n) * ops::dtype_size(dtype), op,
+                     first_write, pinned);
   return NDArrayAccess::make(std::move(storage), dtype, shape, ops::contiguous_strides(shape), 0);
 }
 

@@ -58,6 +58,7 @@ class StoragePool {
     storage->engine = nullptr;
     storage->data.store(nullptr, std::memory_order_relaxed);
     storage->free_announced = false;
+    storage->pinned = nullptr;
     storage->references.store(1, std::memory_order_relaxed);
     storage->next_free = returned_.load(std::memory_order_relaxed);
     while (!returned_.compare_exchange_weak(storage->next_free, storage, std::memory_order_release,
@@ -173,6 +174,7 @@ void* allocate_for(Storage& storage) {
   if (storage.accelerator != nullptr) {
     return storage.accelerator->device_pool().allocate(storage.bytes).data;  // throws on OOM
   }
+  if (storage.pinned != nullptr) return storage.pinned->allocate(storage.bytes).data;
   return storage.bytes <= Storage::kInlineBytes ? storage.inline_data
                                                 : host_allocate(storage.bytes);
 }
@@ -190,6 +192,10 @@ void free_for(Storage& storage, void* memory) noexcept {
     }
     return;
   }
+  if (storage.pinned != nullptr) {
+    storage.pinned->free(MemoryBlock{memory, MemoryPool::size_class(storage.bytes)});
+    return;
+  }
   host_free(memory, storage.bytes);
 }
 
@@ -198,14 +204,27 @@ void free_for(Storage& storage, void* memory) noexcept {
 // it would wait for could be queued behind that op: there, and when the memory cannot be had
 // even after the frees, the first op that needs the memory allocates it (and reports the
 // failure).
+// Storages parked on the device (storage_reuse.h) hold blocks that no array uses: when memory is
+// short they are freed (as pending frees, which allocate_or_wait waits for) and the allocation
+// is tried again.
 void allocate_device_memory(Storage& storage) noexcept {
   MemoryPool& pool = storage.accelerator->device_pool();
-  try {
-    const MemoryBlock block =
-        inside_op() ? pool.allocate(storage.bytes) : pool.allocate_or_wait(storage.bytes);
-    storage.data.store(block.data, std::memory_order_release);
-  } catch (const std::exception&) {
-    // Left to the op, which fails with the same error at its launch.
+  const bool may_wait = !inside_op();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      const MemoryBlock block =
+          may_wait ? pool.allocate_or_wait(storage.bytes) : pool.allocate(storage.bytes);
+      // A parked storage taken without memory may meanwhile get it from a queued op of its old
+      // array (data_or_allocate): the first pointer stays, the other block goes back.
+      void* expected = nullptr;
+      if (!storage.data.compare_exchange_strong(expected, block.data, std::memory_order_acq_rel)) {
+        pool.free(block);
+      }
+      return;
+    } catch (const std::exception&) {
+      // Left to the op, which fails with the same error at its launch.
+      if (attempt > 0 || !may_wait || !free_parked_on(storage.device)) return;
+    }
   }
 }
 
@@ -229,8 +248,12 @@ void Storage::free_data() noexcept {
 }
 
 StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op,
-                          FirstWrite first_write) {
+                          FirstWrite first_write, MemoryPool* pinned) {
   require_backend(device, op);
+  if (pinned != nullptr && device.is_accelerator()) {
+    throw Error(std::string("tandem: ") + op + ": pinned memory asked for on " + to_string(device) +
+                "; pinned memory is host memory: only cpu arrays can be pinned");
+  }
   Accelerator* accelerator = device.is_accelerator() ? &tandem::accelerator(device) : nullptr;
   const std::size_t capacity =
       accelerator != nullptr ? accelerator->memory_capacity() : physical_memory_bytes();
@@ -242,8 +265,16 @@ StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, cons
   // op still queued on the array that held it (storage_reuse.h).
   // Never inside a capture window: a var the graph will own must not be one an eager array may
   // still be using, nor the reverse.
-  if (first_write == FirstWrite::by_op && !capturing_on_this_thread()) {
-    if (Storage* parked = take_parked_storage(engine, device, bytes)) return StorageRef(parked);
+  if (first_write == FirstWrite::by_op && pinned == nullptr && !capturing_on_this_thread()) {
+    if (Storage* parked = take_parked_storage(engine, device, bytes)) {
+      // A device storage parked before it had memory (its creation found the device full) gets
+      // it now, as a fresh one does: at creation, waiting for pending frees if need be.
+      if (parked->accelerator != nullptr && bytes > 0 &&
+          parked->data.load(std::memory_order_acquire) == nullptr) {
+        allocate_device_memory(*parked);
+      }
+      return StorageRef(parked);
+    }
   }
   Storage* storage = storage_pool().acquire();
   try {
@@ -255,6 +286,7 @@ StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, cons
   storage->bytes = bytes;
   storage->device = device;
   storage->accelerator = accelerator;
+  storage->pinned = pinned;
   storage->engine = &engine;
   if (accelerator != nullptr && bytes > 0) allocate_device_memory(*storage);
   return StorageRef(storage);

@@ -55,6 +55,9 @@ struct Storage {
   std::size_t bytes = 0;
   Device device;
   Accelerator* accelerator = nullptr;  // the device's, for accelerator storage; null on the cpu
+  // Pinned host storage (cpu arrays only): its memory is a block of this pool, never the inline
+  // bytes, so a copy stream may read or write it directly. Null: pageable host memory.
+  MemoryPool* pinned = nullptr;
   std::atomic<void*> data{nullptr};
   std::atomic<std::uint32_t> references{1};  // StorageRefs (handles and views)
   Storage* next_free = nullptr;              // link in the pool of unused Storage objects
@@ -87,8 +90,11 @@ enum class FirstWrite { by_op, by_caller };
 // Throws tandem::Error naming `op` when the device is not available, or when `bytes` is more
 // than the device's memory (a mistake worth reporting at the call, not later in an op; memory
 // that runs out because of other live arrays is reported by the op that needed it).
+// `pinned`: a cpu storage whose memory comes from that pinned pool (allocated by the first op,
+// like pageable host memory); never a parked one. Throws tandem::Error naming `op` when a
+// pinned pool is given for an accelerator device.
 StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, const char* op,
-                          FirstWrite first_write = FirstWrite::by_op);
+                          FirstWrite first_write = FirstWrite::by_op, MemoryPool* pinned = nullptr);
 
 // Frees a storage whose last reference is gone, through the deletion ops of `owner` (the engine
 // of its var) that run after every op queued on it; the storage object goes back to its pool.

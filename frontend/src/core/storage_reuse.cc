@@ -92,6 +92,19 @@ class StoragePark {
 
   std::size_t count() const noexcept { return published_count_.load(std::memory_order_relaxed); }
 
+  bool free_parked_on(Device device) noexcept {
+    return free_parked_if([device](const ParkedStorage& p) { return p.storage->device == device; });
+  }
+
+  std::size_t bytes_on(Device device) noexcept {
+    std::lock_guard lock(mutex_);
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (parked_[i].storage->device == device) bytes += parked_[i].storage->bytes;
+    }
+    return bytes;
+  }
+
  private:
   ParkedStorage remove_locked(std::size_t index) noexcept {
     const ParkedStorage removed = parked_[index];
@@ -103,12 +116,18 @@ class StoragePark {
   }
 
   void free_parked_of(Engine& engine) noexcept {
+    free_parked_if([&engine](const ParkedStorage& p) { return p.owner == &engine; });
+  }
+
+  // Frees the parked storages that `chosen` picks; true when there was one.
+  template <class Chosen>
+  bool free_parked_if(Chosen chosen) noexcept {
     std::array<ParkedStorage, kMaxParkedStorages> freed;
     std::size_t freed_count = 0;
     {
       std::lock_guard lock(mutex_);
       for (std::size_t i = 0; i < count_;) {
-        if (parked_[i].owner == &engine) {
+        if (chosen(parked_[i])) {
           freed[freed_count++] = remove_locked(i);
         } else {
           ++i;
@@ -118,6 +137,7 @@ class StoragePark {
     for (std::size_t i = 0; i < freed_count; ++i) {
       free_storage(freed[i].storage, *freed[i].owner);
     }
+    return freed_count > 0;
   }
 
   std::mutex mutex_;
@@ -138,7 +158,7 @@ StoragePark& park() {
 }  // namespace
 
 bool park_storage(Storage* storage, Engine& owner) noexcept {
-  if (storage->accelerator != nullptr || storage->bytes < kParkedFromBytes ||
+  if (storage->pinned != nullptr || storage->bytes < kParkedFromBytes ||
       storage->bytes > kMaxParkedBytes) {
     return false;
   }
@@ -146,10 +166,16 @@ bool park_storage(Storage* storage, Engine& owner) noexcept {
 }
 
 Storage* take_parked_storage(const Engine& engine, Device device, std::size_t bytes) noexcept {
-  if (device.is_accelerator() || bytes < kParkedFromBytes || bytes > kMaxParkedBytes) {
-    return nullptr;
-  }
+  if (bytes < kParkedFromBytes || bytes > kMaxParkedBytes) return nullptr;
   return park().take(engine, device, bytes);
+}
+
+bool free_parked_on(Device device) noexcept {
+  return park().free_parked_on(device);
+}
+
+std::size_t parked_bytes_on(Device device) noexcept {
+  return park().bytes_on(device);
 }
 
 void note_process_engine(Engine& engine) noexcept {

@@ -1,6 +1,6 @@
-// Stream-ordered reuse of freed host blocks: the storage of a dead array (its block and its var
-// together) is parked for the next new array of the same engine, device and size, instead of
-// being freed by a deletion op that runs after the array's last op.
+// Stream-ordered reuse of freed blocks, host and device: the storage of a dead array (its block
+// and its var together) is parked for the next new array of the same engine, device and size,
+// instead of being freed by a deletion op that runs after the array's last op.
 //
 // Why it is safe without waiting: the new array takes the old array's var along with its block.
 // Every op on the new array writes or reads that var, and its first op (the one that creates
@@ -24,11 +24,20 @@
 // queued on the old array, and `wait_to_read` on the new array waits for them too. The engine
 // runs ready ops roughly in push order, so those older ops would mostly have run first anyway;
 // what is lost is the chance to run the new array's op beside them. Limits keep that small:
-// only host (cpu) storage from kParkedFromBytes up is parked (small blocks are cheap to get
-// from malloc, accelerator blocks keep the deletion path and their pool's pending-free
-// accounting), at most kMaxParkedStorages of them and kMaxParkedBytes in all (past that the
-// oldest goes the usual deletion path), and a new array takes the oldest parked storage of its
-// size, whose queue is the most likely to have drained.
+// only storage from kParkedFromBytes up is parked (small host blocks are cheap to get from
+// malloc; pinned host storage is never parked), at most kMaxParkedStorages of them and
+// kMaxParkedBytes in all (past that the oldest goes the usual deletion path), and a new array
+// takes the oldest parked storage of its size, whose queue is the most likely to have drained.
+//
+// On an accelerator (issue 22) this is the caching allocators' stream-ordered reuse (PyTorch's
+// on one stream, cudaMallocAsync's): a never-syncing loop on a GPU runs far ahead of its
+// stream, and with the deletion path every iteration took a fresh block from the pool (its
+// predecessors' blocks come back only once the device has finished with them, which the host
+// learns late), so the pool grew to every block in flight. Parked, the block changes hands at
+// once and the new array's first write is ordered on the device after the old array's last use
+// by the var (an event wait, no host round trip). A parked device block counts as in use in its
+// pool's statistics; an allocation that finds the device short frees the device's parked
+// storages first (free_parked_on), so parking never makes an allocation fail.
 //
 // Engines: a parked var belongs to its engine, so storages are parked only for an engine that
 // cannot be destroyed meanwhile without the front end knowing: the process-wide engine as
@@ -76,5 +85,12 @@ void note_scope_closed(Engine& engine) noexcept;
 
 // Storages parked now (for tests and statistics).
 std::size_t parked_storage_count() noexcept;
+
+// Frees every storage parked on `device` (of any engine), through the deletion path: an
+// accelerator's blocks become pending frees that MemoryPool::allocate_or_wait waits for. True
+// when there was one. Called when an allocation on `device` finds its memory short.
+bool free_parked_on(Device device) noexcept;
+// Bytes of the storages parked on `device` now.
+std::size_t parked_bytes_on(Device device) noexcept;
 
 }  // namespace tandem::nd::detail

@@ -1,5 +1,7 @@
 #include "core/transfer.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -43,6 +45,86 @@ class PinnedStage {
   MemoryBlock block_;
 };
 
+// Two pinned blocks of kStagingChunkBytes: the double buffer of a staged copy. Freed like a
+// PinnedStage, when the last stream item holding them is destroyed.
+class StagingBuffers {
+ public:
+  explicit StagingBuffers(MemoryPool& pool) : pool_(pool) {
+    blocks_[0] = pool.allocate(kStagingChunkBytes);
+    try {
+      blocks_[1] = pool.allocate(kStagingChunkBytes);
+    } catch (...) {
+      pool.free(blocks_[0]);  // the first block is taken already: give it back before throwing
+      throw;
+    }
+  }
+  ~StagingBuffers() {
+    pool_.free(blocks_[0]);
+    pool_.free(blocks_[1]);
+  }
+  StagingBuffers(const StagingBuffers&) = delete;
+  StagingBuffers& operator=(const StagingBuffers&) = delete;
+
+  char* data(std::size_t chunk) const { return static_cast<char*>(blocks_[chunk % 2].data); }
+
+ private:
+  MemoryPool& pool_;
+  std::array<MemoryBlock, 2> blocks_;
+};
+
+// Pinned memory of the backend of `accelerator` (sim's pinned pool is plain host memory, which a
+// CUDA stream must not take for pinned): a copy stream may then read or write it directly.
+bool pinned_for(const NDArray& host, Device accelerator) {
+  const MemoryPool* pool = NDArrayAccess::storage(host)->pinned;
+  return pool != nullptr && pool->device().kind == accelerator.kind;
+}
+
+// Pageable host bytes -> device, in chunks: chunk i is copied into pinned buffer i % 2 on the
+// staging stream while the copy stream moves chunk i - 1 over the bus. Events order the two
+// streams: the DMA of a chunk waits for its memcpy, and the memcpy into a buffer waits (for
+// order only) for the DMA that last read it. The first memcpy waits for the copy stream as it is
+// at launch, so for the waits the engine enqueued there (the host array may be written by
+// earlier device work). The op's event, recorded on the copy stream after the last DMA, covers
+// everything; the buffers go back after it.
+void stage_host_to_device(Stream& copy, Stream& staging, MemoryPool& pinned, char* to,
+                          const char* from, std::size_t bytes) {
+  auto buffers = std::make_shared<StagingBuffers>(pinned);
+  staging.wait(copy.record());
+  std::array<EventRef, 2> read_by_dma;
+  for (std::size_t offset = 0, chunk = 0; offset < bytes; offset += kStagingChunkBytes, ++chunk) {
+    const std::size_t n = std::min(kStagingChunkBytes, bytes - offset);
+    char* buffer = buffers->data(chunk);
+    if (read_by_dma[chunk % 2]) staging.wait_for_order(read_by_dma[chunk % 2]);
+    staging.enqueue_host(
+        [buffers, buffer, source = from + offset, n] { std::memcpy(buffer, source, n); }, {});
+    copy.wait(staging.record());
+    copy.copy(to + offset, buffer, n);
+    read_by_dma[chunk % 2] = copy.record();
+  }
+  copy.enqueue_host([buffers = std::move(buffers)] {}, {});
+}
+
+// Device -> pageable host bytes, the mirror image: the copy stream moves chunk i into buffer
+// i % 2 while the staging stream copies chunk i - 1 out to the host array. The copy stream ends
+// waiting for the last memcpy, so the op's event (recorded there) covers the host array.
+void stage_device_to_host(Stream& copy, Stream& staging, MemoryPool& pinned, char* to,
+                          const char* from, std::size_t bytes) {
+  auto buffers = std::make_shared<StagingBuffers>(pinned);
+  std::array<EventRef, 2> emptied;
+  EventRef last;
+  for (std::size_t offset = 0, chunk = 0; offset < bytes; offset += kStagingChunkBytes, ++chunk) {
+    const std::size_t n = std::min(kStagingChunkBytes, bytes - offset);
+    char* buffer = buffers->data(chunk);
+    if (emptied[chunk % 2]) copy.wait_for_order(emptied[chunk % 2]);
+    copy.copy(buffer, from + offset, n);
+    staging.wait(copy.record());
+    staging.enqueue_host(
+        [buffers, buffer, target = to + offset, n] { std::memcpy(target, buffer, n); }, {});
+    last = emptied[chunk % 2] = staging.record();
+  }
+  copy.wait(last);
+}
+
 // The launch functions below follow the rule for accelerator ops (docs/design.md): at launch an
 // op's vars may still be written or read by device work queued earlier (a D2H op writes its host
 // array in a stream host item), so the launch only resolves pointers, allocates and enqueues; every
@@ -51,16 +133,25 @@ class PinnedStage {
 void push_host_to_device(const NDArray& source, const NDArray& destination, const char* op) {
   const DenseRef host = dense_ref(source), device = dense_ref(destination);
   const std::size_t bytes = byte_size(source);
-  MemoryPool* pinned = &accelerator(destination.device()).pinned_pool();
+  Accelerator& target = accelerator(destination.device());
+  MemoryPool* pinned = &target.pinned_pool();
+  Stream* staging = &target.staging_stream(Queue::copy_h2d);
+  const bool direct = pinned_for(source, destination.device());
   destination.engine().push(
-      [host, device, bytes, pinned](RunContext& ctx) {
+      [host, device, bytes, pinned, staging, direct](RunContext& ctx) {
         void* to = device.resolve();
         const void* from = host.resolve();
         if (bytes == 0) return;
+        Stream& stream = *ctx.stream();
+        // Pinned memory is read by the copy itself, in stream order.
+        if (direct) return stream.copy(to, from, bytes);
+        if (bytes > kStagingChunkBytes) {
+          return stage_host_to_device(stream, *staging, *pinned, static_cast<char*>(to),
+                                      static_cast<const char*>(from), bytes);
+        }
         // Pageable memory cannot be the source of an async copy: stage the host bytes in pinned
         // memory, in stream order (the host array is final only once the waits have passed).
         auto stage = std::make_shared<PinnedStage>(*pinned, bytes);
-        Stream& stream = *ctx.stream();
         stream.enqueue_host([stage, from, bytes] { std::memcpy(stage->data(), from, bytes); }, {});
         stream.copy(to, stage->data(), bytes);
         stream.enqueue_host([stage = std::move(stage)] {}, {});
@@ -72,14 +163,22 @@ void push_host_to_device(const NDArray& source, const NDArray& destination, cons
 void push_device_to_host(const NDArray& source, const NDArray& destination, const char* op) {
   const DenseRef device = dense_ref(source), host = dense_ref(destination);
   const std::size_t bytes = byte_size(source);
-  MemoryPool* pinned = &accelerator(source.device()).pinned_pool();
+  Accelerator& origin = accelerator(source.device());
+  MemoryPool* pinned = &origin.pinned_pool();
+  Stream* staging = &origin.staging_stream(Queue::copy_d2h);
+  const bool direct = pinned_for(destination, source.device());
   destination.engine().push(
-      [device, host, bytes, pinned](RunContext& ctx) {
+      [device, host, bytes, pinned, staging, direct](RunContext& ctx) {
         const void* from = device.resolve();
         void* to = host.resolve();
         if (bytes == 0) return;
-        auto stage = std::make_shared<PinnedStage>(*pinned, bytes);
         Stream& stream = *ctx.stream();
+        if (direct) return stream.copy(to, from, bytes);
+        if (bytes > kStagingChunkBytes) {
+          return stage_device_to_host(stream, *staging, *pinned, static_cast<char*>(to),
+                                      static_cast<const char*>(from), bytes);
+        }
+        auto stage = std::make_shared<PinnedStage>(*pinned, bytes);
         stream.copy(stage->data(), from, bytes);
         // In stream order, after the copy: the engine fences the destination's var with this
         // op's event, so no reader (host or device) sees the array before this has run.
@@ -105,6 +204,11 @@ void push_device_to_device(const NDArray& source, const NDArray& destination, co
 
 }  // namespace
 
+MemoryPool* pinned_landing(const NDArray& source, Device device) {
+  if (!source.device().is_accelerator() || device.is_accelerator()) return nullptr;
+  return &accelerator(source.device()).pinned_pool();
+}
+
 void push_transfer(const NDArray& source, const NDArray& destination, const char* op) {
   if (!source.device().is_accelerator()) return push_host_to_device(source, destination, op);
   if (!destination.device().is_accelerator()) {
@@ -117,7 +221,8 @@ NDArray copy_to_device_named(const NDArray& source, Device device, const char* o
   if (device == source.device()) return source;
   if (!source.is_contiguous()) return source.detach().copyto(device);
   check_transfer(op, source.device(), device);
-  NDArray out = allocate_array(source.engine(), source.shape(), source.dtype(), device, op);
+  NDArray out = allocate_array(source.engine(), source.shape(), source.dtype(), device, op,
+                               FirstWrite::by_op, pinned_landing(source, device));
   push_transfer(source, out, op);
   return out;
 }

@@ -2,8 +2,9 @@
 //
 // A batch is made of fresh arrays: two CPU arrays that one gather op fills with the batch's rows
 // (reading the data set's vars, writing theirs), then, for an accelerator, a copyto of each
-// (host-to-device copy ops). The iterator keeps one batch built ahead: handing out batch i
-// queues batch i + 1, so its gather and copies run while the caller's step for batch i does.
+// (host-to-device copy ops); the CPU arrays are pinned then, so those copies skip staging. The
+// iterator keeps one batch built ahead: handing out batch i queues batch i + 1, so its gather
+// and copies run while the caller's step for batch i does.
 #include "tandem/data/data_loader.h"
 
 #include <algorithm>
@@ -87,11 +88,15 @@ struct DataLoader::Epoch {
     if (&nd::current_engine() != &engine) {
       scope.emplace(engine);
     }
-    auto job = std::make_shared<GatherJob>(
-        GatherJob{data, labels, nd::empty(with_rows(data.shape(), rows), data.dtype(), cpu()),
-                  nd::empty(with_rows(labels.shape(), rows), labels.dtype(), cpu()),
-                  std::vector<std::int64_t>(order.begin() + static_cast<std::ptrdiff_t>(first),
-                                            order.begin() + static_cast<std::ptrdiff_t>(last))});
+    // Host batches bound for an accelerator are pinned: their copies then run straight from
+    // them at the bus's speed, with no staging (PyTorch's pin_memory=True).
+    const nd::HostMemory memory =
+        device.is_accelerator() ? nd::HostMemory::pinned : nd::HostMemory::pageable;
+    auto job = std::make_shared<GatherJob>(GatherJob{
+        data, labels, nd::empty(with_rows(data.shape(), rows), data.dtype(), cpu(), memory),
+        nd::empty(with_rows(labels.shape(), rows), labels.dtype(), cpu(), memory),
+        std::vector<std::int64_t>(order.begin() + static_cast<std::ptrdiff_t>(first),
+                                  order.begin() + static_cast<std::ptrdiff_t>(last))});
     // Priority: the gather is short and the next step waits for it; it must not queue behind
     // the long compute ops of the current step.
     engine.push([job] { job->run(); }, cpu(), {data.var(), labels.var()},

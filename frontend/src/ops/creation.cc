@@ -11,6 +11,7 @@
 #include "core/elementwise_push.h"
 #include "core/kernels.h"
 #include "core/lazy_view.h"
+#include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
 
@@ -19,8 +20,10 @@ namespace tandem::nd {
 namespace {
 
 NDArray filled(const char* op, Engine& engine, const Shape& shape, double value, DType dtype,
-               Device device) {
-  NDArray out = detail::allocate_array(engine, shape, dtype, device, op);
+               Device device, HostMemory memory = HostMemory::pageable) {
+  MemoryPool* pinned = memory == HostMemory::pinned ? &pinned_host_pool() : nullptr;
+  NDArray out =
+      detail::allocate_array(engine, shape, dtype, device, op, detail::FirstWrite::by_op, pinned);
   const detail::DenseRef data = detail::dense_ref(out);
   const std::int64_t n = out.size();
   engine.push(
@@ -68,6 +71,22 @@ NDArray full(Shape shape, double value, DType dtype, Device device) {
 
 NDArray full(Shape shape, double value, Device device) {
   return full(shape, value, float32, device);
+}
+
+NDArray empty(Shape shape, DType dtype, Device device, HostMemory memory) {
+  return filled("empty", current_engine(), shape, 0.0, dtype, device, memory);
+}
+
+NDArray zeros(Shape shape, DType dtype, Device device, HostMemory memory) {
+  return filled("zeros", current_engine(), shape, 0.0, dtype, device, memory);
+}
+
+NDArray ones(Shape shape, DType dtype, Device device, HostMemory memory) {
+  return filled("ones", current_engine(), shape, 1.0, dtype, device, memory);
+}
+
+NDArray full(Shape shape, double value, DType dtype, Device device, HostMemory memory) {
+  return filled("full", current_engine(), shape, value, dtype, device, memory);
 }
 
 NDArray zeros_like(const NDArray& other) {

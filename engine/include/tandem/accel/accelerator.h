@@ -32,9 +32,17 @@ class Accelerator {
   virtual Stream& stream(Queue queue, int index = 0) = 0;
 
   // Caching pools: device memory (the block a kernel reads and writes) and pinned host memory
-  // (the staging buffers of async copies). Blocks go back with `pool.free(...)`.
+  // (the staging buffers of async copies, pinned host arrays). Blocks go back with
+  // `pool.free(...)`.
   virtual MemoryPool& device_pool() = 0;
   virtual MemoryPool& pinned_pool() = 0;
+
+  // The stream beside the copy stream of `direction` (copy_h2d or copy_d2h) that runs the host
+  // side of a staged copy of pageable memory: the memcpy of one chunk into a pinned buffer runs
+  // there while the copy stream moves the previous chunk over the bus (double buffering; events
+  // order the two streams). No op runs on it. The default, for backends with no such stream,
+  // is the copy stream itself: the chunks are then staged one after the other, still correct.
+  virtual Stream& staging_stream(Queue direction) { return stream(direction); }
 
   // Bytes of device memory (sim: the modelled capacity).
   virtual std::size_t memory_capacity() const = 0;
@@ -60,6 +68,11 @@ int accelerator_count(DeviceKind kind);
 // The accelerator behind `device`, created by its backend row on first use. Throws tandem::Error
 // naming the device and the count when it does not exist (or is the cpu, or of an unknown kind).
 Accelerator& accelerator(Device device);
+// The pool of pinned host memory for host arrays (nd's pinned arrays): cuda(0)'s pinned pool
+// when a CUDA device exists (cudaHostAlloc with cudaHostAllocPortable: pinned for every gpu),
+// else sim(0)'s (plain host memory that sim treats as pinned). Throws tandem::Error when there
+// is neither: pinned memory only matters for copies to an accelerator.
+MemoryPool& pinned_host_pool();
 // Sets the configuration the accelerators are created with. Must come before the first call to
 // accelerator(); by default they use AcceleratorConfig::from_env(). Throws tandem::Error if an
 // accelerator already exists.

@@ -51,6 +51,7 @@ class CudaAccelerator final : public Accelerator {
   std::string description() const override { return description_; }
   int compute_streams() const override { return streams_.compute_streams(); }
   Stream& stream(Queue queue, int index) override { return streams_.stream(queue, index); }
+  Stream& staging_stream(Queue direction) override { return streams_.staging(direction); }
 
   MemoryPool& device_pool() override { return device_pool_; }
   MemoryPool& pinned_pool() override { return pinned_pool_; }

@@ -9,6 +9,9 @@ namespace tandem::detail {
 
 namespace {
 
+// How long CudaEvent::synchronize polls before it sleeps in cudaEventSynchronize.
+constexpr std::chrono::microseconds kSpinBeforeSleep{50};
+
 std::int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -134,6 +137,15 @@ bool CudaEvent::query() {
 }
 
 void CudaEvent::synchronize() {
+  if (!done_.load(std::memory_order_acquire)) {
+    // Spin on cudaEventQuery for a short while before sleeping: the events are blocking-sync
+    // (event_flags), whose wake-up costs tens of microseconds, more than a small kernel takes.
+    // A `wait_to_read` after each tiny op then costs what PyTorch's spinning synchronize does
+    // (issue 22, item 2); a long wait spins kSpinBeforeSleep, then sleeps as before.
+    const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+    while (!query() && std::chrono::steady_clock::now() < spin_until) {
+    }
+  }
   if (!done_.load(std::memory_order_acquire)) {
     const cudaError_t status = cudaEventSynchronize(event_);
     if (status != cudaSuccess) {

@@ -147,6 +147,11 @@ void CudaStream::wait_on(const EventRef& event, bool inherit_error) {
   // flow into this segment: the next record() closes it, and the segment the event closed is
   // not this one.
   const bool same_stream = cuda_event->origin() == this;
+  // An event of this stream whose segment cannot fail (no host item, no wait there) leaves
+  // nothing to do: stream order covers it, and device errors are the context's. Skipping the
+  // cudaEventQuery saves a driver call per op in a chain of dependent ops on one stream
+  // (issue 22, item 2); ordering-only waits on this stream need nothing either.
+  if (same_stream && (!inherit_error || !cuda_event->segment())) return;
   if (event->query()) {
     // Complete: no device-side wait needed; a failure still flows downstream.
     if (std::exception_ptr failure = event->error(); failure && inherit_error) {

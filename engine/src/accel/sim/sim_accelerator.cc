@@ -55,6 +55,7 @@ class SimAccelerator final : public Accelerator {
 
   int compute_streams() const override { return streams_.compute_streams(); }
   Stream& stream(Queue queue, int index) override { return streams_.stream(queue, index); }
+  Stream& staging_stream(Queue direction) override { return streams_.staging(direction); }
   MemoryPool& device_pool() override { return device_pool_; }
   MemoryPool& pinned_pool() override { return pinned_pool_; }
   std::size_t memory_capacity() const override { return config_.sim_memory_mb << 20; }

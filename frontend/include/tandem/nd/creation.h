@@ -19,16 +19,30 @@
 
 namespace tandem::nd {
 
+// Where a cpu array's memory lives: pageable (the default) or pinned, page-locked memory from
+// tandem::pinned_host_pool() that a GPU's copy engine reads and writes directly (see
+// NDArray::is_pinned). Pinned memory is a scarce resource of the operating system: pin the
+// arrays that cross the bus often (input batches, results read back), not everything. Asking
+// for pinned memory on an accelerator device, or in a process without an accelerator, throws
+// tandem::Error.
+//
+//   auto batch = nd::empty({64, 784}, nd::float32, tandem::cpu(), nd::HostMemory::pinned);
+enum class HostMemory { pageable, pinned };
+
 // An array to be written later. Its values are zeros until then: tandem never shows memory
 // that no op wrote (it could hold the values of an unrelated freed array).
 NDArray empty(Shape shape, DType dtype = float32, Device device = cpu());
 NDArray empty(Shape shape, Device device);
+NDArray empty(Shape shape, DType dtype, Device device, HostMemory memory);
 NDArray zeros(Shape shape, DType dtype = float32, Device device = cpu());
 NDArray zeros(Shape shape, Device device);
+NDArray zeros(Shape shape, DType dtype, Device device, HostMemory memory);
 NDArray ones(Shape shape, DType dtype = float32, Device device = cpu());
 NDArray ones(Shape shape, Device device);
+NDArray ones(Shape shape, DType dtype, Device device, HostMemory memory);
 NDArray full(Shape shape, double value, DType dtype = float32, Device device = cpu());
 NDArray full(Shape shape, double value, Device device);
+NDArray full(Shape shape, double value, DType dtype, Device device, HostMemory memory);
 // [start, stop) in steps of `step` (non-zero), as a 1-D array.
 NDArray arange(double start, double stop, double step = 1.0, DType dtype = float32,
                Device device = cpu());

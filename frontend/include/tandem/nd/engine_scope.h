@@ -20,6 +20,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 
 #include "tandem/engine.h"
 
@@ -33,6 +34,12 @@ Engine& current_engine();
 void waitall();
 // The same, giving up after `timeout` with tandem::TimeoutError (which says what it waits for).
 void waitall(std::chrono::milliseconds timeout);
+
+// Bytes of dead arrays' memory on `device` that the front end keeps, block and var together, for
+// the next new array of the same size (stream-ordered reuse: a never-syncing loop then cycles
+// through a few blocks instead of allocating one per iteration; docs/design.md). A device pool
+// counts them as in use; an allocation that finds the device short frees them first.
+std::size_t reusable_bytes(Device device);
 
 class EngineScope {
  public:

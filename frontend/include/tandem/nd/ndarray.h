@@ -102,6 +102,16 @@ class NDArray {
   void copyto(NDArray destination) const;
   // This very array when it is on `device` already, else copyto(device).
   NDArray as_in_context(Device device) const;
+  // Pinned (page-locked) host memory: a cpu array that a GPU's copy engine reads and writes
+  // directly, so copies to and from an accelerator skip the staging through pinned buffers and
+  // run at the bus's speed (MXNet's cpu_pinned, PyTorch's pin_memory). Arrays are pinned when
+  // made with nd::HostMemory::pinned, by pin_memory(), by copyto(cpu()) from an accelerator,
+  // and as the DataLoader's host batches bound for an accelerator; views share it.
+  bool is_pinned() const;
+  // This very array when it is pinned already, else a pinned copy (tandem::pinned_host_pool()).
+  // Throws tandem::Error for an array on an accelerator, or when the process has no
+  // accelerator (no cuda device, no sim device).
+  NDArray pin_memory() const;
   // A new array with the values converted to `dtype` (see tandem/ops/convert.h).
   NDArray astype(DType dtype) const;
 

@@ -1,0 +1,55 @@
+// bench_gpu: tandem's CUDA path on cuda(0), the workloads of issue 22 side by side with PyTorch
+// (bench/gpu/torch_peer.py adds the peer's records to the same file).
+//
+//   bench_gpu [--quick] --out PATH.json
+//
+// Writes a JSON list of records {"workload", "system": "tandem" | "tandem_cpu", "value", "unit",
+// "higher_is_better", "detail", "rounds", "device"}, each value the median of 3 rounds:
+//   add_n1_async, add_n1_wait     y = y + 1 on one element, 1000 dependent ops (us per op),
+//                                 waiting once at the end or after every op
+//   add_4M_async/sync, add_64M_async/sync   y = x + 1 at 4e6 and 64 M float32 (GB/s moved)
+//   dot_1024, dot_4096, dot_8192  square float32 products (TFLOP/s)
+//   h2d/d2h_pageable/pinned       1 GiB copies (256 MiB with --quick) (GB/s)
+//   conv_fwd, conv_bwd_data, conv_bwd_weight   batch 256, 64 -> 64 channels, 3x3, 28x28 (ms)
+//   lenet_bn_epoch                one epoch of lenet_bn, batch 64, on 1437 8x8 images (s), on
+//                                 cuda(0) and (tandem_cpu) on the cpu
+//   mlp_step_eager/_hybridized    a 64-256-128-10 MLP's SGD step at batch 32 (us)
+// Without a CUDA device it prints "skipped: no CUDA device", writes nothing and exits 0.
+// `bench_gpu --smoke --out PATH` runs every workload on sim(0) at tiny sizes instead: a check of
+// the suite's code without a GPU (its figures mean nothing).
+// Usually run through bench/run.sh gpu, or scripts/gpu-check.sh on a GPU machine.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "measure.h"
+#include "suite_main.h"
+
+int main(int argc, char** argv) {
+  tandem::bench::SuiteCommandLine line;
+  std::vector<char*> arguments(argv, argv + argc);
+  const auto smoke = std::find_if(arguments.begin(), arguments.end(),
+                                  [](const char* a) { return std::strcmp(a, "--smoke") == 0; });
+  if (smoke != arguments.end()) {
+    arguments.erase(smoke);
+    tandem::bench::gpu::target() = {.device = tandem::sim(0), .smoke = true};
+  }
+  if (!tandem::bench::parse_suite_command_line(static_cast<int>(arguments.size()), arguments.data(),
+                                               "bench_gpu", "[--quick] [--smoke] --out PATH.json",
+                                               line)) {
+    return 2;
+  }
+  const bool smoke_run = tandem::bench::gpu::target().smoke;
+  if (!smoke_run && tandem::device_count(tandem::DeviceKind::cuda) == 0) {
+    std::printf("bench_gpu: skipped: no CUDA device (tandem::device_count(cuda) is 0)\n");
+    return 0;
+  }
+  std::printf("bench_gpu on %s%s\n",
+              tandem::device_name(tandem::bench::gpu::target().device).c_str(),
+              smoke_run ? " (smoke run: tiny sizes, figures meaningless)" : "");
+  return tandem::bench::run_suite("bench_gpu", line.out, [&](tandem::bench::Records& records) {
+    tandem::bench::gpu::run_primitives(line.quick, records);
+    tandem::bench::gpu::run_training(line.quick, records);
+  });
+}

@@ -1,0 +1,70 @@
+// What the gpu suite's workloads share: a record per (workload, system) with the median of
+// rounds, and the device's name.
+#pragma once
+
+#include <tandem/tandem.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "records.h"
+
+namespace tandem::bench::gpu {
+
+// Rounds per workload; the records hold their median.
+inline constexpr int kRounds = 3;
+
+// Where the workloads run: cuda(0), or sim(0) at tiny sizes for `bench_gpu --smoke` (a run of
+// every code path without a GPU; its figures mean nothing and are written nowhere).
+struct Target {
+  Device device = cuda(0);
+  bool smoke = false;
+};
+inline Target& target() {
+  static Target value;
+  return value;
+}
+// `n` on a GPU, `n / divisor` (at least 1) in a smoke run.
+inline std::int64_t sized(std::int64_t n, std::int64_t divisor) {
+  return target().smoke ? std::max<std::int64_t>(1, n / divisor) : n;
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// The median of kRounds calls of `round` (each returns the round's value).
+template <class Round>
+double median_of_rounds(Round&& round) {
+  std::vector<double> values;
+  for (int i = 0; i < kRounds; ++i) values.push_back(round());
+  return median(values);
+}
+
+// One record: `value` in `unit`; `higher_is_better` for rates (GB/s, TFLOP/s), false for times.
+inline nlohmann::json gpu_record(const std::string& workload, const std::string& system,
+                                 double value, const std::string& unit, bool higher_is_better,
+                                 const std::string& detail) {
+  return {{"workload", workload},
+          {"system", system},
+          {"value", value},
+          {"unit", unit},
+          {"higher_is_better", higher_is_better},
+          {"detail", detail},
+          {"rounds", kRounds},
+          {"device", device_name(target().device)}};
+}
+
+// The workloads, on cuda(0); `quick` shortens them (smaller copies, fewer repetitions).
+void run_primitives(bool quick, Records& records);
+void run_training(bool quick, Records& records);
+
+}  // namespace tandem::bench::gpu

@@ -1,0 +1,101 @@
+// The gpu suite's training workloads: one epoch of lenet_bn (train_lenet's default model) on
+// digits-sized data, on cuda(0) and on tandem's own cpu, and the SGD step of a 64-256-128-10 MLP
+// at batch 32, eager and hybridized (CUDA Graphs).
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "measure.h"
+#include "models.h"
+
+namespace tandem::bench::gpu {
+
+namespace {
+
+namespace nn = tandem::nn;
+
+// The digits' training split: 1437 images of 8x8, labels 0..9 (random values: the epoch's cost
+// does not depend on them, and the GPU machine need not have the data set).
+constexpr std::int64_t kSamples = 1437;
+
+double lenet_epoch_seconds(Device device, int epochs) {
+  nd::random::seed(1);
+  const nd::NDArray images = nd::random::uniform({kSamples, 8, 8});
+  const nd::NDArray labels = nd::random::uniform(0, 10, {kSamples}).astype(nd::int32);
+  auto net = examples::make_model("lenet_bn");
+  net->initialize(nn::Xavier(), {device});
+  nn::Trainer trainer(net->collect_params(), nn::SGD(0.1));
+  data::DataLoader loader(images, labels,
+                          {.batch_size = 64, .shuffle = true, .seed = 1, .device = device});
+  auto epoch = [&] {
+    for (const data::Batch& batch : loader) {
+      nd::NDArray loss;
+      {
+        auto recording = autograd::record();
+        loss = nd::sum(nd::softmax_cross_entropy((*net)(batch.data), batch.label));
+      }
+      loss.backward();
+      trainer.step(batch.data.shape()[0]);
+    }
+  };
+  epoch();  // warm-up: parameters, pools, kernels
+  nd::waitall();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < epochs; ++i) epoch();
+  nd::waitall();
+  return seconds_since(start) / epochs;
+}
+
+double mlp_step_us(bool hybridized, int steps) {
+  nd::random::seed(2);
+  nn::Sequential net;
+  net.add(nn::Dense(256, nn::relu, {.in_units = 64}))
+      .add(nn::Dense(128, nn::relu, {.in_units = 256}))
+      .add(nn::Dense(10, nn::ActivationType::none, {.in_units = 128}));
+  net.initialize(nn::Xavier(), {target().device});
+  if (hybridized) net.hybridize();
+  nn::Trainer trainer(net.collect_params(), nn::SGD(0.01));
+  const nd::NDArray x = nd::random::uniform({32, 64}, target().device);
+  const nd::NDArray y = nd::random::uniform(0, 10, {32}, target().device).astype(nd::int32);
+  auto step = [&] {
+    nd::NDArray loss;
+    {
+      auto recording = autograd::record();
+      loss = nd::mean(nd::softmax_cross_entropy(net(x), y));
+    }
+    loss.backward();
+    trainer.step(1);
+  };
+  for (int i = 0; i < 3; ++i) step();  // records the hybridized graphs
+  nd::waitall();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) step();
+  nd::waitall();
+  return seconds_since(start) * 1e6 / steps;
+}
+
+}  // namespace
+
+void run_training(bool quick, Records& records) {
+  auto add = [&](const std::string& workload, const char* system, double value, const char* unit,
+                 const std::string& detail) {
+    std::printf("  %-22s %-10s %12.3f %s\n", workload.c_str(), system, value, unit);
+    std::fflush(stdout);
+    records.push_back(gpu_record(workload, system, value, unit, false, detail));
+  };
+  const std::string lenet = "lenet_bn, batch 64, 1437 8x8 images, SGD";
+  const int epochs = quick ? 1 : 3;
+  add("lenet_bn_epoch", "tandem",
+      median_of_rounds([&] { return lenet_epoch_seconds(target().device, epochs); }), "s", lenet);
+  add("lenet_bn_epoch", "tandem_cpu",
+      median_of_rounds([&] { return lenet_epoch_seconds(cpu(), epochs); }), "s",
+      lenet + ", on tandem's cpu");
+  const int steps = static_cast<int>(sized(quick ? 200 : 1000, 20));
+  const std::string mlp = "MLP 64-256-128-10, batch 32, softmax cross-entropy, SGD";
+  add("mlp_step_eager", "tandem", median_of_rounds([&] { return mlp_step_us(false, steps); }), "us",
+      mlp);
+  add("mlp_step_hybridized", "tandem", median_of_rounds([&] { return mlp_step_us(true, steps); }),
+      "us", mlp + ", hybridized");
+}
+
+}  // namespace tandem::bench::gpu
