@@ -10,6 +10,7 @@
 #                                   # torch, never installed); without a GPU: "skipped: no CUDA
 #                                   # device", exit 0. On a lent GPU machine scripts/gpu-check.sh
 #                                   # runs it from the bundle.
+#   bench/run.sh distributed --quick    # 1, 2, 4 MPI ranks: lenet_bn throughput, allreduce cost
 #   bench/run.sh all                # engine, frontend, overlap and training
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
 #   TASKFLOW_DIR=/path/to/taskflow bench/run.sh engine   # adds Taskflow as a peer of the engine
@@ -23,7 +24,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: bench/run.sh engine|frontend|overlap|training|multi_device|graph|gpu|all [--quick]" >&2
+  echo "usage: bench/run.sh engine|frontend|overlap|training|multi_device|graph|gpu|distributed|all [--quick]" >&2
   exit 2
 }
 
@@ -37,7 +38,7 @@ for arg in "$@"; do
     *) usage ;;
   esac
 done
-case $suite in engine | frontend | overlap | training | multi_device | graph | gpu | all) ;; *) usage ;; esac
+case $suite in engine | frontend | overlap | training | multi_device | graph | gpu | distributed | all) ;; *) usage ;; esac
 
 # The gpu suite needs a GPU: without one there is nothing to build or measure.
 if [[ $suite == gpu ]] && ! nvidia-smi -L > /dev/null 2>&1; then
@@ -154,7 +155,43 @@ run_suite() {
     ${BENCH_NOTE:+--note "$BENCH_NOTE"}
 }
 
+# The distributed suite: examples/train_distributed and allreduce_cost under mpirun with 1, 2
+# and 4 ranks, each rank with TANDEM_CPU_WORKERS = cores / ranks (at least 1). Its own Release
+# build (examples on, no StarPU needed); the records go to bench/results/distributed.jsonl, one
+# JSON object per line, and docs/benchmarks.md ("distributed") quotes them by hand.
+run_distributed() {
+  local dist_build=$repo/build-bench-dist out=$results/distributed.jsonl
+  command -v mpirun > /dev/null || { echo "run.sh: mpirun not found (scripts/setup.sh installs Open MPI)" >&2; return 1; }
+  [[ -f $dist_build/CMakeCache.txt ]] || cmake -S "$repo" -B "$dist_build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_EXAMPLES=ON \
+    -DTANDEM_CUDA=OFF > /dev/null
+  cmake --build "$dist_build" --target train_distributed allreduce_cost -j "$jobs" >&2 || return 1
+  [[ -f $repo/data/digits/test-labels-idx1-ubyte ]] || bash "$repo/scripts/fetch-digits.sh"
+  mkdir -p "$results"
+  : > "$out"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  local np workers epochs=2
+  [[ ${#quick[@]} -gt 0 ]] && epochs=1
+  for np in 1 2 4; do
+    workers=$(( $(nproc) / np )); (( workers >= 1 )) || workers=1
+    echo "run.sh: distributed: $np rank(s), TANDEM_CPU_WORKERS=$workers" >&2
+    TANDEM_CPU_WORKERS=$workers mpirun --oversubscribe --bind-to none -np "$np" \
+      "$dist_build/examples/train_distributed/train_distributed" --epochs "$epochs" \
+      --data "$repo/data/digits" | tee /dev/stderr |
+      sed -n "s/^epoch \([0-9]*\):.* \([0-9.]*\) samples\/s$/{\"ranks\": $np, \"workers\": $workers, \"epoch\": \1, \"samples_per_s\": \2}/p" >> "$out"
+    if (( np > 1 )); then
+      TANDEM_CPU_WORKERS=$workers mpirun --oversubscribe --bind-to none -np "$np" \
+        "$dist_build/examples/train_distributed/allreduce_cost" "${quick[@]}" | tee -a "$out"
+    fi
+  done
+  echo "run.sh: distributed records in $out"
+}
+
 cd "$repo"
+if [[ $suite == distributed ]]; then
+  run_distributed
+  exit $?
+fi
 ensure_packages
 configure
 # The training suite trains on the digits (git-ignored data/digits, from Debian's sklearn).

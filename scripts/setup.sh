@@ -21,7 +21,9 @@ packages=(
   cmake ninja-build g++ pkg-config
   libtbb-dev libspdlog-dev doctest-dev libopenblas-dev librandom123-dev nlohmann-json3-dev
   python3
+  libopenmpi-dev openmpi-bin
 )
+# libopenmpi-dev, openmpi-bin: tandem::dist and its tests under mpirun (docs/distributed.md).
 # python3: scripts/digits_to_idx.py converts the digits data set; bench/report.py turns the
 # results into the tables of docs/benchmarks.md.
 bench_packages=(libstarpu-dev starpu-tools)

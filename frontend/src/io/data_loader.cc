@@ -144,10 +144,19 @@ DataLoader::DataLoader(nd::NDArray data, nd::NDArray labels, DataLoaderOptions o
   data_ = host_contiguous(data);
   labels_ = host_contiguous(labels);
   num_samples_ = data.shape()[0];
+  if (options_.num_shards < 1 || options_.shard < 0 || options_.shard >= options_.num_shards) {
+    throw Error("tandem: DataLoader: shard " + std::to_string(options_.shard) + " of " +
+                std::to_string(options_.num_shards) +
+                " shards: need num_shards >= 1 and 0 <= shard < num_shards");
+  }
+  if (num_samples_ < options_.num_shards) {
+    throw Error("tandem: DataLoader: " + std::to_string(num_samples_) + " samples cannot be " +
+                "dealt out to " + std::to_string(options_.num_shards) + " shards");
+  }
 }
 
 std::int64_t DataLoader::batches_in_next_epoch() const {
-  const auto samples = num_samples_ + static_cast<std::int64_t>(left_over_.size());
+  const auto samples = shard_samples() + static_cast<std::int64_t>(left_over_.size());
   const std::int64_t full = samples / options_.batch_size;
   const bool partial = samples % options_.batch_size != 0;
   return full + (options_.last_batch == LastBatch::keep && partial ? 1 : 0);
@@ -162,8 +171,15 @@ DataLoader::Iterator DataLoader::begin() {
   epoch->num_batches = batches_in_next_epoch();
   epoch->order = std::move(left_over_);
   left_over_.clear();
-  const std::vector<std::int64_t> fresh =
+  std::vector<std::int64_t> fresh =
       detail::epoch_order(num_samples_, options_.shuffle, options_.seed, epochs_started_);
+  if (options_.num_shards > 1) {
+    std::vector<std::int64_t> mine;
+    mine.reserve(static_cast<std::size_t>(shard_samples()));
+    for (std::int64_t i = 0; i < shard_samples(); ++i)
+      mine.push_back(fresh[static_cast<std::size_t>(i * options_.num_shards + options_.shard)]);
+    fresh = std::move(mine);
+  }
   epoch->order.insert(epoch->order.end(), fresh.begin(), fresh.end());
   ++epochs_started_;
   const auto served = static_cast<std::size_t>(std::min<std::int64_t>(

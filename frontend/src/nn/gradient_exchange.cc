@@ -21,6 +21,7 @@ struct GradientExchange::State {
     std::vector<bool> ready;  // per copy: backward has queued its last gradient op this step
     bool summed = false;      // its exchange was queued this step
     bool all_ready = false;   // every copy is ready this step
+    bool crossed = false;     // summed across processes this step
     std::size_t bucket = 0;   // index into buckets, once planned
   };
 
@@ -29,6 +30,15 @@ struct GradientExchange::State {
     Slot& slot = slots[slot_index];
     Parameter& parameter = *slot.parameter;
     const std::size_t copies = parameter.devices().size();
+    if (copies == 1 && cross_process != nullptr && parameter.grad_req() == GradReq::write &&
+        !slot.crossed) {
+      auto paused = autograd::pause();
+      nd::NDArray gradient = parameter.grad(parameter.devices()[0]);
+      cross_process->sum_in_place(gradient);
+      slot.crossed = true;
+      ++summed_during_backward;
+      return;
+    }
     if (copies < 2 || parameter.grad_req() != GradReq::write) return;
     if (slot.ready.size() != copies) slot.ready.assign(copies, false);
     if (slot.ready[copy]) {
@@ -161,6 +171,20 @@ struct GradientExchange::State {
     sent.clear();
   }
 
+  // Sums across processes what backward did not: after the cross-device sums. Caller holds the
+  // mutex.
+  void cross_the_rest() {
+    if (cross_process == nullptr) return;
+    auto paused = autograd::pause();
+    for (Slot& slot : slots) {
+      const Parameter& parameter = *slot.parameter;
+      if (slot.crossed || parameter.grad_req() == GradReq::null || !parameter.initialized()) {
+        continue;
+      }
+      for (nd::NDArray gradient : parameter.list_grad()) cross_process->sum_in_place(gradient);
+    }
+  }
+
   // Caller holds the mutex.
   void start_next_step() {
     add_sent();
@@ -172,6 +196,7 @@ struct GradientExchange::State {
       slot.ready.assign(slot.ready.size(), false);
       slot.summed = false;
       slot.all_ready = false;
+      slot.crossed = false;
     }
     summed_during_backward = 0;
   }
@@ -180,6 +205,7 @@ struct GradientExchange::State {
   std::vector<Slot> slots;
   std::size_t summed_during_backward = 0;
   std::size_t bucket_bytes = 0;
+  std::shared_ptr<CrossProcessReducer> cross_process;
   bool planned = false;
   std::vector<std::vector<std::size_t>> buckets;  // indices into slots
   // Slots in the order they became ready on every copy, recorded until the plan is made.
@@ -193,13 +219,15 @@ struct GradientExchange::State {
 };
 
 GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters,
-                                   GradientExchangeOptions options)
+                                   GradientExchangeOptions options,
+                                   std::shared_ptr<CrossProcessReducer> cross_process)
     : state_(std::make_shared<State>()) {
   state_->bucket_bytes = options.bucket_bytes;
+  state_->cross_process = std::move(cross_process);
   state_->slots.reserve(parameters.size());
   for (std::shared_ptr<Parameter>& parameter : parameters) {
     if (parameter == nullptr) throw Error("tandem: GradientExchange: a null parameter");
-    state_->slots.push_back(State::Slot{std::move(parameter), {}, false, false, 0});
+    state_->slots.push_back(State::Slot{std::move(parameter), {}, false, false, false, 0});
   }
   const std::weak_ptr<State> weak = state_;
   for (std::size_t i = 0; i < state_->slots.size(); ++i) {
@@ -220,6 +248,9 @@ void GradientExchange::finish() {
       State::sum(slot);
     }
   }
+  // The cross-device adds of the buckets first, then the sums across processes.
+  state_->add_sent();
+  state_->cross_the_rest();
   state_->start_next_step();
 }
 

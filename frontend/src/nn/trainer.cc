@@ -9,16 +9,29 @@ namespace tandem::nn {
 
 Trainer::Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimizer,
                  TrainerOptions options)
-    : optimizer_(std::move(optimizer)) {
+    : optimizer_(std::move(optimizer)), cross_process_(options.cross_process) {
   if (!optimizer_) throw Error("tandem: Trainer: a null optimizer");
   std::vector<std::shared_ptr<Parameter>> trained;
   for (const ParameterDict::Entry& entry : params) {
     if (entry.second->grad_req() == GradReq::null) continue;
-    slots_.push_back(Slot{entry.second, {}});
+    slots_.push_back(Slot{entry.second, {}, false});
     trained.push_back(entry.second);
   }
   if (options.exchange == GradientExchangeMode::during_backward) {
-    exchange_ = std::make_unique<GradientExchange>(std::move(trained), options.exchange_options);
+    exchange_ = std::make_unique<GradientExchange>(std::move(trained), options.exchange_options,
+                                                   cross_process_);
+  }
+  broadcast_new_parameters();
+}
+
+void Trainer::broadcast_new_parameters() {
+  if (!cross_process_) return;
+  auto paused = autograd::pause();
+  for (Slot& slot : slots_) {
+    if (slot.broadcast || !slot.parameter->initialized()) continue;
+    for (nd::NDArray weight : slot.parameter->list_data())
+      cross_process_->broadcast_in_place(weight, 0);
+    slot.broadcast = true;
   }
 }
 
@@ -47,6 +60,8 @@ void Trainer::allreduce_grads() {
   for (Slot& slot : slots_) {
     if (slot.parameter->grad_req() == GradReq::null) continue;
     if (slot.parameter->devices().size() > 1) nd::allreduce(slot.parameter->list_grad());
+    if (!cross_process_) continue;
+    for (nd::NDArray gradient : slot.parameter->list_grad()) cross_process_->sum_in_place(gradient);
   }
 }
 
@@ -59,8 +74,10 @@ void Trainer::step(std::int64_t batch_size) {
 void Trainer::update(std::int64_t batch_size) {
   check_ready(batch_size);
   if (exchange_) exchange_->start_next_step();
+  broadcast_new_parameters();
   auto paused = autograd::pause();
-  optimizer_->set_rescale_grad(1.0 / static_cast<double>(batch_size));
+  const double processes = cross_process_ ? static_cast<double>(cross_process_->size()) : 1.0;
+  optimizer_->set_rescale_grad(1.0 / (static_cast<double>(batch_size) * processes));
   ++steps_;
   for (Slot& slot : slots_) {
     if (slot.parameter->grad_req() == GradReq::null) continue;  // frozen since construction

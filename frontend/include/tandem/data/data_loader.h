@@ -43,6 +43,15 @@ struct DataLoaderOptions {
   std::uint64_t seed = 0;
   LastBatch last_batch = LastBatch::keep;
   Device device = cpu();  // where the batches are
+  // Data parallelism across processes (PyTorch's DistributedSampler with drop_last): each of
+  // `num_shards` processes passes its own `shard` (its rank) and the same seed. Every epoch's
+  // order (the shared permutation of (seed, epoch)) is dealt out like cards: process `shard`
+  // takes its positions shard, shard + num_shards, ..., so the shards are disjoint, of equal
+  // size (the last n % num_shards positions of the permutation are left out that epoch), and
+  // reshuffled every epoch alike on every process. Batch k of every shard together is batch k
+  // of one process with batch_size * num_shards.
+  int num_shards = 1;
+  int shard = 0;
 };
 
 // One mini-batch: `batch_size` rows of the data and the same rows of the labels.
@@ -81,6 +90,7 @@ class DataLoader {
   DataLoaderOptions options_;
   std::int64_t num_samples_ = 0;
   std::int64_t epochs_started_ = 0;
+  std::int64_t shard_samples() const { return num_samples_ / options_.num_shards; }
   std::vector<std::int64_t> left_over_;  // rollover: the samples carried into the next epoch
 };
 

@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "tandem/nn/cross_process.h"
 #include "tandem/nn/parameter.h"
 
 namespace tandem::nn {
@@ -73,8 +74,15 @@ class GradientExchange {
  public:
   // Installs the callbacks on `parameters` (replacing any other exchange's). Parameters with
   // one copy are never summed; deferred ones are covered once their copies exist.
+  //
+  // `cross_process` (null: this process only) sums across processes too: a parameter with one
+  // copy here has its gradient summed across the processes as soon as backward has produced it
+  // (one collective per parameter, queued inside that backward, in backward's order, which is
+  // the same on every process); a parameter with copies on several devices is summed across
+  // the devices first and then, at finish(), each copy across the processes.
   explicit GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters,
-                            GradientExchangeOptions options = {});
+                            GradientExchangeOptions options = {},
+                            std::shared_ptr<CrossProcessReducer> cross_process = nullptr);
   GradientExchange(const GradientExchange&) = delete;
   GradientExchange& operator=(const GradientExchange&) = delete;
   // The callbacks stay installed but do nothing once the exchange is gone.

@@ -24,6 +24,17 @@
 // gradient, so the exchange of the last layers overlaps the backward of the first ones
 // (nn::GradientExchange, tandem/nn/gradient_exchange.h); step() then pushes only the sums
 // backward did not, and the updates. Same sums, same bits as at_step.
+//
+// With TrainerOptions::cross_process (data parallelism across processes, e.g. a
+// tandem::dist::ProcessGroup under mpirun: PyTorch DDP's defaults and guarantees):
+// - the parameters are broadcast from process 0 when the Trainer is made (those initialized
+//   later, at their first step), so every process starts from the same weights;
+// - the gradients are summed across the processes too (during backward in during_backward
+//   mode, see GradientExchangeOptions::cross_process; in step() in at_step mode);
+// - step(batch_size) takes the batch size of this process and divides by batch_size times the
+//   number of processes: N processes with batch b each step like one process with batch N * b.
+// Every process must build the same network and call the same Trainer functions in the same
+// order (the collectives are matched by order).
 #pragma once
 
 #include <concepts>
@@ -48,6 +59,8 @@ struct TrainerOptions {
   GradientExchangeMode exchange = GradientExchangeMode::at_step;
   // during_backward only: how the exchange groups small gradients (GradientExchangeOptions).
   GradientExchangeOptions exchange_options{};
+  // Train together with other processes (null: this process alone). See above.
+  std::shared_ptr<CrossProcessReducer> cross_process = nullptr;
 };
 
 class Trainer {
@@ -79,12 +92,16 @@ class Trainer {
   struct Slot {
     std::shared_ptr<Parameter> parameter;
     std::vector<std::vector<nd::NDArray>> states;  // one per copy, created at the first update
+    bool broadcast = false;  // cross_process: its weights were broadcast from process 0
   };
   void check_ready(std::int64_t batch_size) const;
+  // Broadcasts from process 0 the initialized parameters not broadcast yet (cross_process).
+  void broadcast_new_parameters();
 
   std::vector<Slot> slots_;
   std::shared_ptr<Optimizer> optimizer_;
   std::unique_ptr<GradientExchange> exchange_;
+  std::shared_ptr<CrossProcessReducer> cross_process_;
   long steps_ = 0;
 };
 
