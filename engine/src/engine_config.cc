@@ -120,6 +120,9 @@ AcceleratorConfig read_accelerator_config(const char* (*getenv)(const char*)) {
   if (const char* v = getenv("TANDEM_ACCEL_SYNC")) {
     accel.synchronize_each_op = parse_flag(part, "TANDEM_ACCEL_SYNC", v);
   }
+  if (const char* v = getenv("TANDEM_ALLOW_TF32")) {
+    accel.allow_tf32 = parse_flag(part, "TANDEM_ALLOW_TF32", v);
+  }
   return accel;
 }
 

@@ -293,11 +293,17 @@ std::exception_ptr EngineCore::run_body(OpRecord* op, int worker) noexcept {
   tls_current_op = op;
   std::exception_ptr error;
   RunContext ctx(op, worker);
+  // Profiled ops: the launch counters before the body, for what it launched.
+  LaunchCounts counts_before{};
+  if (profiling::profiled(op)) [[unlikely]]
+    counts_before = launch_counts();
   try {
     op->run(ctx);
   } catch (...) {
     error = std::current_exception();
   }
+  if (profiling::profiled(op)) [[unlikely]]
+    profiling::on_body_end(op, counts_before);
   // Still inside the op (see destroy_callable_inside).
   op->destroy_callable();
   tls_current_op = outer;

@@ -1,9 +1,15 @@
-// Convolution on a gpu(i): im2col / col2im kernels and cuBLAS.
+// Convolution on a gpu(i): im2col / col2im kernels and cuBLAS, with no per-sample loop.
 //
-// The samples go in chunks whose im2col matrices (layout [sample][group][R][P], R = col_rows(),
-// P = out_h * out_w) fit a bounded scratch block. Per chunk and group, cuBLAS runs one
-// strided-batched product over the chunk's samples (forward and input gradient); the weight
-// gradient accumulates sample by sample (beta = 1), in sample order.
+// The samples go in chunks whose scratch fits a bounded block (common/conv_launches.h, which
+// also says how many launches each pass makes; sim counts the same). Per chunk and group:
+//   forward          im2col (layout [sample][group][R][P], R = col_rows(), P = out_h * out_w),
+//                    then one strided-batched product over the chunk's samples;
+//   backward data    one strided-batched product into the im2col layout, then col2im;
+//   backward weight  im2col in the layout [group][R][sample][P] and dy regrouped as
+//                    [channel][sample][P], so that dW[g] = dy[g] . col[g]^T is one gemm whose
+//                    inner dimension runs over every sample and output pixel of the chunk
+//                    (beta = 1 accumulates the chunks after the first).
+// The scratch is the stream's scratch arena (launch.cuh): no allocation in a steady loop.
 //
 // cuBLAS is column-major: row-major C (m x n) = op(A) . op(B) is the column-major product
 // C^T = op(B)^T . op(A)^T, so `row_major_gemm` passes (B, A) with m and n swapped.
@@ -12,6 +18,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/conv_launches.h"
 #include "common/floating_checks.h"
 #include "launch.cuh"
 #include "tandem/ops/cuda/convolution.h"
@@ -19,9 +26,6 @@
 namespace tandem::ops::cuda {
 
 namespace {
-
-// Scratch for im2col matrices: at most this many bytes (one sample's matrix at least).
-constexpr std::int64_t kColBytes = std::int64_t{64} << 20;
 
 void check_cublas(cublasStatus_t status, const Launch& launch, const char* call) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
@@ -47,6 +51,7 @@ void row_major_gemm(const Launch& launch, cublasHandle_t handle, std::int64_t m,
   const T one = 1;
   const cublasOperation_t op_a = a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  launch.library_call();
   if constexpr (std::is_same_v<T, float>) {
     check_cublas(cublasSgemmStridedBatched_64(handle, op_b, op_a, n, m, k, &one,
                                               static_cast<const float*>(b.data), b.ld, b.stride,
@@ -76,6 +81,38 @@ __global__ void im2col_kernel(const T* x, Conv2dGeometry g, std::int64_t samples
     const std::int64_t iw = ow * g.stride_w - g.pad_w + (tap % g.kernel_w) * g.dilation_w;
     col[e] = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w ? x[(nc * g.in_h + ih) * g.in_w + iw]
                                                               : T(0);
+  }
+}
+
+// The weight gradient's im2col: the same entries in the layout [row][sample][P], rows being
+// (channel, tap) pairs, so a group's R rows are one R x (samples * P) matrix.
+template <class T>
+__global__ void im2col_rows_kernel(const T* x, Conv2dGeometry g, std::int64_t samples, T* col) {
+  const std::int64_t P = g.out_h * g.out_w, KK = g.kernel_h * g.kernel_w;
+  const std::int64_t total = samples * g.in_channels * KK * P;
+  for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += std::int64_t{blockDim.x} * gridDim.x) {
+    // e = ((c * KK + tap) * samples + n) * P + p
+    const std::int64_t p = e % P, n = (e / P) % samples, row = e / (P * samples);
+    const std::int64_t c = row / KK, tap = row % KK;
+    const std::int64_t oh = p / g.out_w, ow = p % g.out_w;
+    const std::int64_t ih = oh * g.stride_h - g.pad_h + (tap / g.kernel_w) * g.dilation_h;
+    const std::int64_t iw = ow * g.stride_w - g.pad_w + (tap % g.kernel_w) * g.dilation_w;
+    col[e] = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w
+                 ? x[((n * g.in_channels + c) * g.in_h + ih) * g.in_w + iw]
+                 : T(0);
+  }
+}
+
+// dy of `samples` samples ([sample][channel][P]) regrouped as [channel][sample][P].
+template <class T>
+__global__ void regroup_kernel(const T* dy, std::int64_t channels, std::int64_t samples,
+                               std::int64_t plane, T* out) {
+  const std::int64_t total = samples * channels * plane;
+  for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += std::int64_t{blockDim.x} * gridDim.x) {
+    const std::int64_t p = e % plane, n = (e / plane) % samples, k = e / (plane * samples);
+    out[e] = dy[(n * channels + k) * plane + p];
   }
 }
 
@@ -111,14 +148,6 @@ __global__ void add_bias_kernel(T* y, const T* bias, std::int64_t channels, std:
   }
 }
 
-// Samples per chunk: as many im2col matrices as fit kColBytes, at least one.
-std::int64_t chunk_samples(const Conv2dGeometry& g, std::size_t element) {
-  const std::int64_t per_sample = g.in_channels * g.kernel_h * g.kernel_w * g.out_h * g.out_w *
-                                  static_cast<std::int64_t>(element);
-  return std::clamp<std::int64_t>(kColBytes / std::max<std::int64_t>(per_sample, 1), 1,
-                                  std::max<std::int64_t>(g.batch, 1));
-}
-
 template <class T>
 void forward(const ArrayView& xv, const ArrayView& wv, const ArrayView& bv, const ArrayView& yv,
              const Conv2dGeometry& g, tandem::Stream& stream) {
@@ -126,7 +155,7 @@ void forward(const ArrayView& xv, const ArrayView& wv, const ArrayView& bv, cons
   cublasHandle_t handle = tandem::detail::cublas_handle(stream);
   const std::int64_t R = g.col_rows(), P = g.col_cols(), Kg = g.out_channels_per_group();
   const std::int64_t x_sample = g.in_channels * g.in_h * g.in_w;
-  const std::int64_t chunk = chunk_samples(g, sizeof(T));
+  const std::int64_t chunk = conv_chunk_samples(g, ConvPass::forward, sizeof(T));
   Scratch col(launch, static_cast<std::size_t>(chunk * g.groups * R * P) * sizeof(T));
   const T* x = xv.typed<const T>();
   T* y = yv.typed<T>();
@@ -156,7 +185,7 @@ void backward_data(const ArrayView& dyv, const ArrayView& wv, const ArrayView& d
   cublasHandle_t handle = tandem::detail::cublas_handle(stream);
   const std::int64_t R = g.col_rows(), P = g.col_cols(), Kg = g.out_channels_per_group();
   const std::int64_t x_sample = g.in_channels * g.in_h * g.in_w;
-  const std::int64_t chunk = chunk_samples(g, sizeof(T));
+  const std::int64_t chunk = conv_chunk_samples(g, ConvPass::backward_data, sizeof(T));
   Scratch col(launch, static_cast<std::size_t>(chunk * g.groups * R * P) * sizeof(T));
   const T* dy = dyv.typed<const T>();
   for (std::int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
@@ -180,29 +209,35 @@ void backward_weight(const ArrayView& xv, const ArrayView& dyv, const ArrayView&
   cublasHandle_t handle = tandem::detail::cublas_handle(stream);
   const std::int64_t R = g.col_rows(), P = g.col_cols(), Kg = g.out_channels_per_group();
   const std::int64_t x_sample = g.in_channels * g.in_h * g.in_w;
-  const std::int64_t chunk = chunk_samples(g, sizeof(T));
+  const std::int64_t dy_sample = g.out_channels * P;
   T* dw = dwv.typed<T>();
   if (g.batch == 0) {
     check_cuda(cudaMemsetAsync(dw, 0, static_cast<std::size_t>(dwv.num_elements()) * sizeof(T),
                                launch.stream()),
                "conv2d_backward_weight", launch.device());
+    launch.launched();
     return;
   }
-  Scratch col(launch, static_cast<std::size_t>(chunk * g.groups * R * P) * sizeof(T));
+  const std::int64_t chunk = conv_chunk_samples(g, ConvPass::backward_weight, sizeof(T));
+  // [col: groups * R rows of chunk * P | dy regrouped: out_channels rows of chunk * P]
+  const std::size_t col_elements = static_cast<std::size_t>(chunk * g.groups * R * P);
+  Scratch scratch(launch, (col_elements + static_cast<std::size_t>(chunk * dy_sample)) * sizeof(T));
+  T* col = scratch.as<T>();
+  T* dy_rows = col + col_elements;
   for (std::int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
     const std::int64_t samples = std::min(chunk, g.batch - n0);
-    im2col_kernel<T><<<grid_for(samples * g.groups * R * P), kThreads, 0, launch.stream()>>>(
-        xv.typed<const T>() + n0 * x_sample, g, samples, col.as<T>());
+    const std::int64_t columns = samples * P;  // the gemm's inner dimension
+    im2col_rows_kernel<T><<<grid_for(samples * g.groups * R * P), kThreads, 0, launch.stream()>>>(
+        xv.typed<const T>() + n0 * x_sample, g, samples, col);
     launch.launched();
-    for (std::int64_t i = 0; i < samples; ++i) {
-      const std::int64_t n = n0 + i;
-      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-        row_major_gemm<T>(
-            launch, handle, Kg, R, P,
-            Operand{dyv.typed<const T>() + (n * g.out_channels + grp * Kg) * P, P, 0, false},
-            Operand{col.as<T>() + (i * g.groups + grp) * R * P, P, 0, true}, T(n == 0 ? 0 : 1),
-            dw + grp * Kg * R, R, 0, 1);
-      }
+    regroup_kernel<T><<<grid_for(samples * dy_sample), kThreads, 0, launch.stream()>>>(
+        dyv.typed<const T>() + n0 * dy_sample, g.out_channels, samples, P, dy_rows);
+    launch.launched();
+    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+      row_major_gemm<T>(launch, handle, Kg, R, columns,
+                        Operand{dy_rows + grp * Kg * columns, columns, 0, false},
+                        Operand{col + grp * R * columns, columns, 0, true}, T(n0 == 0 ? 0 : 1),
+                        dw + grp * Kg * R, R, 0, 1);
     }
   }
 }

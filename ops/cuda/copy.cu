@@ -62,6 +62,7 @@ void copy(const ArrayView& in, const ArrayView& out, tandem::Stream& stream) {
           check_cuda(cudaMemcpyAsync(out.data, in.data, static_cast<std::size_t>(n) * sizeof(To),
                                      cudaMemcpyDefault, launch.stream()),
                      "copy (cudaMemcpyAsync)", launch.device());
+          count_kernel_launches();
           return;
         }
       }

@@ -27,6 +27,7 @@ void blas_gemm(cublasHandle_t handle, const Launch& launch, const ArrayView& a, 
   const cublasOperation_t op_a = da.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   // Host pointers: the handle's default CUBLAS_POINTER_MODE_HOST.
   const T one = 1, beta = accumulate ? 1 : 0;
+  launch.library_call();
   if constexpr (std::is_same_v<T, float>) {
     check_cublas(
         cublasSgemm_64(handle, op_b, op_a, n, m, k, &one, b.typed<const float>(), db.leading,

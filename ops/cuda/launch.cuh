@@ -1,20 +1,23 @@
-// What every CUDA kernel of tandem_ops shares: the device guard and launch check, grid sizes
-// for grid-stride loops, StridedIndexer (strided views walked by a flat row-major index), and
-// stream-ordered scratch memory.
+// What every CUDA kernel of tandem_ops shares: the device guard, launch check and launch
+// counters, grid sizes for grid-stride loops, StridedIndexer (strided views walked by a flat
+// row-major index), and stream-ordered scratch memory.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <string>
 
 #include "common/strided_loop.h"  // make_layout: the dimension merging the CPU kernels use
+#include "scratch_arena.h"
 #include "tandem/accel/cuda.h"
 #include "tandem/accel/cuda_check.h"
 #include "tandem/accel/stream.h"
 #include "tandem/errors.h"
+#include "tandem/launch_counters.h"
 #include "tandem/ops/array_view.h"
 
 namespace tandem::ops::cuda {
@@ -25,7 +28,9 @@ using tandem::detail::check_cublas;
 using tandem::detail::check_cuda;
 
 // The launch context of one op: its stream's device is current while it lives (kernels and
-// cudaMallocAsync go to the current device), and `launched` checks a launch.
+// cudaMallocAsync go to the current device), `launched` checks and counts a kernel launch (or
+// a memset), and `library_call` counts a cuBLAS / CUB call (tandem/launch_counters.h: the
+// profiler's per-op counters, which sim's adapters model with the same numbers).
 class Launch {
  public:
   Launch(tandem::Stream& stream, const char* op)
@@ -47,7 +52,11 @@ class Launch {
   int device() const { return device_; }
   const char* op() const { return op_; }
   // After every <<<...>>>: a bad configuration or a missing kernel image shows up here.
-  void launched() const { check_cuda(cudaGetLastError(), op_, device_); }
+  void launched() const {
+    check_cuda(cudaGetLastError(), op_, device_);
+    count_kernel_launches();
+  }
+  void library_call() const { count_library_calls(); }
 
  private:
   const char* op_;
@@ -58,11 +67,38 @@ class Launch {
 
 inline constexpr int kThreads = 256;
 
-// Blocks for a grid-stride loop over n items: enough to fill any current GPU, few enough that
-// each thread does several items of a big array.
+// The most blocks a grid-stride kernel gets on the current device: four waves of as many
+// kThreads-blocks as its SMs hold at once (SM count x blocks per SM), as PyTorch sizes its
+// grids; a bigger array then has each thread do several items. Read once per device.
+inline std::int64_t max_grid_blocks() {
+  constexpr int kMaxDevices = 64;
+  constexpr int kWaves = 4;
+  static std::atomic<std::int64_t> cached[kMaxDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
+    (void)cudaGetLastError();
+    return 65536;
+  }
+  std::int64_t blocks = cached[device].load(std::memory_order_relaxed);
+  if (blocks != 0) return blocks;
+  int sms = 0, threads_per_sm = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device) !=
+          cudaSuccess ||
+      sms <= 0 || threads_per_sm < kThreads) {
+    (void)cudaGetLastError();
+    return 65536;
+  }
+  blocks = std::int64_t{sms} * (threads_per_sm / kThreads) * kWaves;
+  cached[device].store(blocks, std::memory_order_relaxed);
+  return blocks;
+}
+
+// Blocks for a grid-stride loop over n items: one per kThreads items, at most
+// max_grid_blocks() (the device full for a few waves).
 inline unsigned grid_for(std::int64_t n) {
   const std::int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, 65536));
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, max_grid_blocks()));
 }
 
 // N operands of one shape with their own strides, after make_layout merged what it could:
@@ -107,18 +143,31 @@ StridedIndexer<N> make_indexer(const Shape& shape, const std::array<const Stride
   return indexer;
 }
 
-// Device memory for one op's temporaries, in stream order: cudaMallocAsync now, cudaFreeAsync
-// when the scope ends (after the kernels that use it were enqueued, before they ran: the free
-// is stream-ordered too).
+// Device memory for one op's temporaries, in stream order: the stream's scratch arena
+// (scratch_arena.h), which a steady loop reuses without allocating. While the stream is being
+// captured into a graph, or when the arena is held by another Scratch of the same op, the block
+// is the op's own: cudaMallocAsync now, cudaFreeAsync when the scope ends (after the kernels
+// that use it were enqueued, before they ran: the free is stream-ordered too).
 class Scratch {
  public:
   Scratch(const Launch& launch, std::size_t bytes) : launch_(launch) {
-    if (bytes > 0)
-      check_cuda(cudaMallocAsync(&data_, bytes, launch.stream()), "cudaMallocAsync",
-                 launch.device());
+    if (bytes == 0) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    check_cuda(cudaStreamIsCapturing(launch.stream(), &capture), "cudaStreamIsCapturing",
+               launch.device());
+    if (capture == cudaStreamCaptureStatusNone) {
+      arena_ = &ScratchArena::of(launch.stream());
+      data_ = arena_->acquire(bytes, launch.stream(), launch.device(), launch.op());
+      if (data_ != nullptr) return;
+      arena_ = nullptr;
+    }
+    check_cuda(cudaMallocAsync(&data_, bytes, launch.stream()), "cudaMallocAsync", launch.device());
+    count_device_allocations();
   }
   ~Scratch() {
-    if (data_ != nullptr && cudaFreeAsync(data_, launch_.stream()) != cudaSuccess) {
+    if (arena_ != nullptr) {
+      arena_->release();
+    } else if (data_ != nullptr && cudaFreeAsync(data_, launch_.stream()) != cudaSuccess) {
       (void)cudaGetLastError();
     }
   }
@@ -132,6 +181,7 @@ class Scratch {
 
  private:
   const Launch& launch_;
+  ScratchArena* arena_ = nullptr;
   void* data_ = nullptr;
 };
 

@@ -204,6 +204,7 @@ void reduce_all_typed(const ArrayView& in, const ArrayView& out, const Launch& l
   const std::size_t acc_bytes = aligned(sizeof(Acc));
   Scratch scratch(launch, acc_bytes + temp_bytes);
   Acc* acc = scratch.as<Acc>();
+  launch.library_call();
   check_cuda(cub::DeviceReduce::Reduce(scratch.as<void>(acc_bytes), temp_bytes, input, acc, n,
                                        Rule{}, Rule::identity(), launch.stream()),
              "reduce (cub::DeviceReduce::Reduce)", launch.device());
@@ -246,6 +247,7 @@ void reduce_axis_typed(const ArrayView& in, int axis, const ArrayView& out, cons
   const std::size_t acc_bytes = aligned(sizeof(Acc) * static_cast<std::size_t>(segments));
   Scratch scratch(launch, acc_bytes + temp_bytes);
   Acc* acc = scratch.as<Acc>();
+  launch.library_call();
   check_cuda(cub::DeviceSegmentedReduce::Reduce(scratch.as<void>(acc_bytes), temp_bytes, input, acc,
                                                 segments, begins, ends, Rule{}, Rule::identity(),
                                                 launch.stream()),

@@ -4,11 +4,21 @@
 // TANDEM_KERNEL_FAMILIES (kernels.h), computed from the op lists (op_kinds.h) and work_cost.h. A
 // philox draw's counter blocks are known before it runs (random_blocks), so the draw returns them
 // at launch.
+//
+// Each adapter also counts the launches the CUDA kernel of the same op makes (the row's
+// `sim_launches`: kernels, library calls; tandem/launch_counters.h), so the profiler shows the
+// same counts on sim as on cuda and a test without a GPU can pin them down: one kernel for an
+// element-wise op, a CUB call and a finishing kernel for a reduction, a cuBLAS call for a
+// floating gemm (plus a copy per operand it must pack), and for a convolution what
+// common/conv_launches.h says.
 #include <string>
 
+#include "common/blas_operand.h"
+#include "common/conv_launches.h"
 #include "common/work_cost.h"
 #include "tandem/accel/stream.h"
 #include "tandem/errors.h"
+#include "tandem/launch_counters.h"
 #include "tandem/ops/cpu/convolution.h"
 #include "tandem/ops/cpu/copy.h"
 #include "tandem/ops/cpu/elementwise.h"
@@ -31,6 +41,44 @@ Stream& require_stream(Stream* stream, const char* kernel) {
                 "RunContext::stream()), got none");
   }
   return *stream;
+}
+
+Stream& counted(Stream* stream, const char* kernel, LaunchCounts counts) {
+  Stream& s = require_stream(stream, kernel);
+  count_kernel_launches(counts.kernels);
+  count_library_calls(counts.library_calls);
+  return s;
+}
+
+// The CUDA kernels launch nothing for an empty output.
+LaunchCounts dense_launches(std::int64_t n) {
+  return n == 0 ? LaunchCounts{} : LaunchCounts{1, 0, 0};
+}
+
+LaunchCounts one_launch(const ArrayView& out) {
+  return dense_launches(out.num_elements());
+}
+
+// Integer division with divisors known only on the device: the kernel, and a memset and a copy
+// of the zero-divisor flag (ops/cuda/elementwise.cu).
+LaunchCounts division_launches(BinaryOp op, DType dtype, bool device_divisor, std::int64_t n) {
+  if (n == 0) return {};
+  return {op == BinaryOp::divide && !is_floating(dtype) && device_divisor ? 3u : 1u, 0, 0};
+}
+
+LaunchCounts gemm_launches(const ArrayView& a, const ArrayView& b, const ArrayView& c,
+                           bool accumulate) {
+  if (c.num_elements() == 0) return {};
+  if (a.shape[1] == 0) return {accumulate ? 0u : 1u, 0, 0};  // a fill with zeros, or nothing
+  if (!is_floating(c.dtype)) return {1, 0, 0};
+  // An operand cuBLAS cannot describe is packed with a copy first.
+  const auto packs = static_cast<std::uint32_t>(!describe_for_blas(a).usable) +
+                     static_cast<std::uint32_t>(!describe_for_blas(b).usable);
+  return {packs, 1, 0};
+}
+
+LaunchCounts reduce_launches(std::int64_t outputs) {
+  return outputs == 0 ? LaunchCounts{} : LaunchCounts{1, 1, 0};
 }
 
 WorkCost pass_cost(const ArrayView& view, int operands, double flops) {
@@ -65,9 +113,9 @@ WorkCost gemm_work(const ArrayView& a, const ArrayView&, const ArrayView& c, boo
 const Kernels& host_stream_kernels() {
   static const Kernels table{
 #define TANDEM_HOST_STREAM_KERNEL(Result, name, parameters, arguments, label, sim_cost, \
-                                  launch_result)                                        \
+                                  launch_result, sim_launches)                          \
   .name = [](Stream* stream, TANDEM_KERNEL_UNPAREN parameters) -> Result {              \
-    require_stream(stream, label)                                                       \
+    counted(stream, label, sim_launches)                                                \
         .enqueue_host([=] { cpu::name(TANDEM_KERNEL_UNPAREN arguments); }, sim_cost);   \
     return launch_result;                                                               \
   },

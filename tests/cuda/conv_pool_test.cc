@@ -1,6 +1,7 @@
 // The gpu(i) convolution and pooling kernels against their CPU twins on the same inputs: conv2d
 // forward, input and weight gradients (strides, padding, dilation, groups, bias, the 1x1 path),
-// max and average pooling forward and backward. Skipped, visibly, without a device.
+// max and average pooling forward and backward; the launches and allocations they make, which
+// must be what sim counts for them (common/conv_launches.h). Skipped, visibly, without a device.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "common/conv_launches.h"  // ops/src: the launch plan sim counts with
 #include "cuda_test_util.h"
+#include "tandem/launch_counters.h"
 #include "tandem/ops/cpu/convolution.h"
 #include "tandem/ops/cpu/pooling.h"
 #include "tandem/ops/cuda/convolution.h"
@@ -99,6 +102,42 @@ TEST_SUITE("cuda.conv_pool") {
       check_close(gy.read(), y, "forward " + what);
       check_close(gdx.read(), dx, "input gradient " + what);
       check_close(gdw.read(), dw, "weight gradient " + what);
+    }
+  }
+
+  TEST_CASE("a convolution launches what sim counts for it, and a repeat allocates nothing") {
+    if (!have_cuda("conv2d launches")) return;
+    for (std::int64_t batch : {1, 16, 64}) {
+      CAPTURE(batch);
+      const ops::Conv2dGeometry g = conv_geometry(batch, 4, 9, 8, 6, 3, 1, 1, 1, 2);
+      const Shape xs{g.batch, g.in_channels, g.in_h, g.in_w};
+      const Shape ws{g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
+      const Shape ys{g.batch, g.out_channels, g.out_h, g.out_w};
+      DeviceBuffer<double> gx(static_cast<std::size_t>(xs.num_elements())),
+          gw(static_cast<std::size_t>(ws.num_elements())),
+          gb(static_cast<std::size_t>(g.out_channels)),
+          gy(static_cast<std::size_t>(ys.num_elements()));
+      tandem::Stream& stream = compute_stream();
+      const auto run_all = [&] {
+        ops::cuda::conv2d(view(gx.data(), xs), view(gw.data(), ws),
+                          view(gb.data(), {g.out_channels}), view(gy.data(), ys), g, stream);
+        ops::cuda::conv2d_backward_data(view(gy.data(), ys), view(gw.data(), ws),
+                                        view(gx.data(), xs), g, stream);
+        ops::cuda::conv2d_backward_weight(view(gx.data(), xs), view(gy.data(), ys),
+                                          view(gw.data(), ws), g, stream);
+      };
+      run_all();  // the stream's scratch grows to what the three passes need
+      const tandem::LaunchCounts before = tandem::launch_counts();
+      run_all();
+      const tandem::LaunchCounts made = tandem::launch_counts() - before;
+      const auto expected =
+          ops::conv_launches(g, ops::ConvPass::forward, sizeof(double), true, 1) +
+          ops::conv_launches(g, ops::ConvPass::backward_data, sizeof(double), false, 1) +
+          ops::conv_launches(g, ops::ConvPass::backward_weight, sizeof(double), false, 1);
+      CHECK(made.kernels == expected.kernels);
+      CHECK(made.library_calls == expected.library_calls);
+      CHECK(made.allocations == 0);
+      (void)gy.read();  // waits for the stream before the buffers go
     }
   }
 

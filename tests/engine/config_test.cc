@@ -45,7 +45,8 @@ TEST_CASE("from_env with no TANDEM_ variables gives the defaults") {
   CHECK(config.shutdown_timeout == defaults.shutdown_timeout);
   CHECK(config.log_level == defaults.log_level);
   CHECK(defaults.kind == EngineKind::threaded);
-  CHECK(defaults.max_ops_in_flight > 0);  // backpressure is on by default
+  CHECK(defaults.max_ops_in_flight > 0);   // backpressure is on by default
+  CHECK_FALSE(defaults.accel.allow_tf32);  // strict fp32 unless asked for
 }
 
 TEST_CASE("from_env reads every TANDEM_ variable") {
@@ -114,7 +115,8 @@ TEST_CASE("from_env trims surrounding whitespace from every value, before and af
                                                {"TANDEM_ACCEL_STREAMS", pad("4", before)},
                                                {"TANDEM_SIM_GFLOPS", pad("2.5", before)},
                                                {"TANDEM_SIM_MEMORY_MB", pad("64", before)},
-                                               {"TANDEM_ACCEL_SYNC", pad("on", before)}});
+                                               {"TANDEM_ACCEL_SYNC", pad("on", before)},
+                                               {"TANDEM_ALLOW_TF32", pad("1", before)}});
       CHECK(config.kind == EngineKind::naive);
       CHECK(config.cpu_workers == 2);
       CHECK(config.priority_workers == 3);
@@ -127,6 +129,7 @@ TEST_CASE("from_env trims surrounding whitespace from every value, before and af
       CHECK(config.accel.sim_gflops == 2.5);
       CHECK(config.accel.sim_memory_mb == 64);
       CHECK(config.accel.synchronize_each_op);
+      CHECK(config.accel.allow_tf32);
     }
   }
   // Only surrounding whitespace: inside a value it is still an error.
@@ -152,6 +155,7 @@ TEST_CASE("a bad environment value says what is accepted and how to get past it"
        std::map<std::string, std::string>{{"TANDEM_ENGINE", "turbo"},
                                           {"TANDEM_LOG_LEVEL", "chatty"},
                                           {"TANDEM_ACCEL_SYNC", "maybe"},
+                                          {"TANDEM_ALLOW_TF32", "tf32"},
                                           {"TANDEM_SIM_BUS_GBPS", "-3"}}) {
     CAPTURE(variable);
     const std::string message = error_of([&] { config_from({{variable, value}}); });

@@ -15,7 +15,7 @@ execute_process(COMMAND ${TRACE_TOOL} summary ${trace} OUTPUT_VARIABLE out RESUL
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "tandem-trace summary failed (${rc}): ${out}")
 endif()
-foreach(expected "2 ops" "kernel" "upload" "cpu(0)" "1.000")
+foreach(expected "2 ops" "kernel" "upload" "cpu(0)" "1.000" "kern/op" "alloc/op")
   string(FIND "${out}" "${expected}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "tandem-trace summary output lacks '${expected}':\n${out}")

@@ -35,6 +35,11 @@ struct AcceleratorConfig {
   // Debug/benchmark mode: every accelerator op synchronizes its stream before it completes,
   // instead of completing at launch with event fences on its vars.
   bool synchronize_each_op = false;
+  // cuBLAS may use TF32 tensor cores for float32 products (dot, convolution's gemms): about
+  // 8x the fp32 rate on an H100, with a 10-bit mantissa in the products. Off by default, as
+  // PyTorch's torch.backends.cuda.matmul.allow_tf32: float32 stays float32 unless asked.
+  // Set on each compute stream's cuBLAS handle once, when the handle is made.
+  bool allow_tf32 = false;
 
   // Defaults overridden by the accelerator variables only (TANDEM_SIM_*, TANDEM_ACCEL_*): what
   // the accelerator registry reads when configure_accelerators was not called. Throws

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tandem/device.h"
+#include "tandem/launch_counters.h"
 #include "tandem/op_props.h"
 
 namespace tandem::profiler {
@@ -43,6 +44,11 @@ struct OpEvent {
   // Data dependencies, in push order: for each var the op touches, the last op pushed before
   // it that wrote the var (up to 4 edges; flow arrows in the trace).
   std::vector<std::uint64_t> depends_on;
+  // What the op's body launched on its device and allocated there: kernels, library calls
+  // (cuBLAS, cuDNN, CUB) and device allocations that missed the pools' caches. On cuda what
+  // the launch wrappers really launched; on sim what the CUDA kernels would launch. Zero for
+  // CPU ops (tandem/launch_counters.h).
+  LaunchCounts counts;
 };
 
 // Clears what was recorded and starts recording ops pushed from now on.
@@ -64,6 +70,8 @@ struct OpStats {
   std::string name;
   std::uint64_t count = 0;
   double total_us = 0, mean_us = 0, min_us = 0, max_us = 0;
+  // Summed over the op's calls (OpEvent::counts).
+  std::uint64_t kernels = 0, library_calls = 0, allocations = 0;
 };
 
 // Busy time of each kind of lane on one device and how much they overlapped.

@@ -13,6 +13,7 @@
 
 #include "../assertions.h"
 #include "../logging.h"
+#include "tandem/launch_counters.h"
 
 namespace tandem {
 
@@ -85,6 +86,9 @@ MemoryBlock MemoryPool::try_allocate(std::size_t bytes) {
     data = raw_->allocate(size);
   }
   if (data == nullptr) return {};
+  // The profiler's per-op counters (launch_counters.h): accelerator pools only (device and
+  // pinned memory), not the host pool of CPU arrays.
+  if (device_.is_accelerator()) count_device_allocations();
   std::lock_guard lock(mutex_);
   ++stats_.raw_allocations;
   stats_.bytes_in_use += size;

@@ -118,6 +118,17 @@ void on_start(OpRecord* op) {
   op->start_ns = now_ns();
 }
 
+namespace {
+// The op whose body ended last on this thread, and what that body launched (on_body_end).
+thread_local const OpRecord* t_counted_op = nullptr;
+thread_local LaunchCounts t_counted;
+}  // namespace
+
+void on_body_end(const OpRecord* op, LaunchCounts before) {
+  t_counted_op = op;
+  t_counted = launch_counts() - before;
+}
+
 void on_push(OpRecord* op) {
   op->profile_id = registry().next_id.fetch_add(1, std::memory_order_relaxed);
   op->push_ns = now_ns();
@@ -146,6 +157,10 @@ bool make_event(const OpRecord* op, const std::string& lane, bool skipped, bool 
   event.failed = failed;
   const auto deps = std::min<std::uint8_t>(op->num_depends_on.load(std::memory_order_relaxed), 4);
   event.depends_on.assign(op->depends_on, op->depends_on + deps);
+  if (t_counted_op == op) {
+    event.counts = t_counted;
+    t_counted_op = nullptr;
+  }
   return event.push_ns >= 0;
 }
 
@@ -291,7 +306,10 @@ void dump(const std::string& path) {
                               {"end_ns", e.end_ns},
                               {"skipped", e.skipped},
                               {"failed", e.failed},
-                              {"depends_on", e.depends_on}}}});
+                              {"depends_on", e.depends_on},
+                              {"kernels", e.counts.kernels},
+                              {"library_calls", e.counts.library_calls},
+                              {"allocations", e.counts.allocations}}}});
     // Flow arrows: from the end of each predecessor to the start of this op.
     for (std::uint64_t dep : e.depends_on) {
       auto pred = by_id.find(dep);
@@ -361,6 +379,10 @@ std::vector<OpEvent> load(const std::string& path) {
       e.skipped = args.value("skipped", false);
       e.failed = args.value("failed", false);
       e.depends_on = args.value("depends_on", std::vector<std::uint64_t>{});
+      // Traces written before the counters existed read as zero.
+      e.counts.kernels = args.value("kernels", std::uint32_t{0});
+      e.counts.library_calls = args.value("library_calls", std::uint32_t{0});
+      e.counts.allocations = args.value("allocations", std::uint32_t{0});
       all.push_back(std::move(e));
     }
   } catch (const std::exception& e) {

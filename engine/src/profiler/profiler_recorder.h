@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tandem/detail/op_record.h"
+#include "tandem/launch_counters.h"
 #include "var_state.h"
 
 namespace tandem::detail::profiling {
@@ -61,6 +62,11 @@ inline std::int64_t now_ns() {
 // When the op's last var is granted, and when it starts: its ready and start times.
 [[gnu::cold]] void on_ready(OpRecord* op);
 [[gnu::cold]] void on_start(OpRecord* op);
+// After the op's body, on the thread that ran it, with this thread's launch counters from
+// before the body: what the body launched and allocated (tandem/launch_counters.h). Kept for
+// the op's event, which is made on the same thread when the op finishes at the end of its body
+// (CPU ops, and accelerator ops at launch); an async op finished from elsewhere shows zeros.
+[[gnu::cold]] void on_body_end(const OpRecord* op, LaunchCounts before);
 // At finish: stores the op's event (end time = now) in this thread's buffer.
 [[gnu::cold]] void on_finish(OpRecord* op, const std::string& lane, bool skipped, bool failed);
 // At finish of an accelerator op (at launch): the same, with the device-side start and end

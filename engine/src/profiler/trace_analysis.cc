@@ -71,6 +71,9 @@ std::vector<OpStats> op_stats(const std::vector<OpEvent>& events) {
     s.total_us += d;
     s.min_us = std::min(s.min_us, d);
     s.max_us = std::max(s.max_us, d);
+    s.kernels += e.counts.kernels;
+    s.library_calls += e.counts.library_calls;
+    s.allocations += e.counts.allocations;
   }
   std::vector<OpStats> out;
   for (auto& [name, s] : by_name) {
@@ -139,13 +142,17 @@ std::vector<DeviceOverlap> overlap(const std::vector<OpEvent>& events) {
 std::string summary(const std::vector<OpEvent>& events) {
   std::string text;
   char line[256];
-  std::snprintf(line, sizeof line, "%-28s %8s %12s %10s %10s %10s\n", "op", "count", "total us",
-                "mean us", "min us", "max us");
+  // Launches, library calls and allocations per call of the op, summed over its calls / count.
+  std::snprintf(line, sizeof line, "%-28s %8s %12s %10s %10s %10s %8s %8s %8s\n", "op", "count",
+                "total us", "mean us", "min us", "max us", "kern/op", "lib/op", "alloc/op");
   text += line;
   for (const OpStats& s : op_stats(events)) {
-    std::snprintf(line, sizeof line, "%-28.28s %8llu %12.1f %10.2f %10.2f %10.2f\n", s.name.c_str(),
-                  static_cast<unsigned long long>(s.count), s.total_us, s.mean_us, s.min_us,
-                  s.max_us);
+    const double calls = static_cast<double>(std::max<std::uint64_t>(s.count, 1));
+    std::snprintf(
+        line, sizeof line, "%-28.28s %8llu %12.1f %10.2f %10.2f %10.2f %8.2f %8.2f %8.2f\n",
+        s.name.c_str(), static_cast<unsigned long long>(s.count), s.total_us, s.mean_us, s.min_us,
+        s.max_us, static_cast<double>(s.kernels) / calls,
+        static_cast<double>(s.library_calls) / calls, static_cast<double>(s.allocations) / calls);
     text += line;
   }
   text += "\n";

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,9 @@ class CudaAccelerator final : public Accelerator {
         pinned_pool_(tandem::cuda(id), "pinned host memory",
                      std::make_unique<CudaPinnedAllocator>(id)),
         streams_(tandem::cuda(id), config.compute_streams,
-                 [this](Queue queue, int index, std::string name) {
+                 [this, tf32 = config.allow_tf32](Queue queue, int index, std::string name) {
                    return std::make_unique<CudaStream>(id_, queue, index, std::move(name), events_,
-                                                       clock_);
+                                                       clock_, tf32);
                  }) {
     cudaDeviceProp properties{};
     TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&properties, id), id);
@@ -113,8 +114,25 @@ std::unique_ptr<Accelerator> make_cuda_accelerator(int id, const AcceleratorConf
   return std::make_unique<CudaAccelerator>(id, config);
 }
 
+// The first handle asked for on a device makes every compute stream's handle. Each costs a
+// cublasCreate and a cudaMalloc of its workspace (milliseconds, and cudaMalloc waits for the
+// device); made one stream at a time, the second stream's landed in the middle of a loop of
+// products the first time the stream chooser picked that stream: one source of the spread of
+// dot's speed from one call of a program to the next (3-19 TFLOP/s at 1024 on an H100).
 cublasHandle_t cublas_handle(Stream& stream) {
-  return cuda_stream_of(stream, "cublas_handle").cublas();
+  CudaStream& own = cuda_stream_of(stream, "cublas_handle");
+  const int device = stream.device().id;
+  constexpr int kMaxDevices = 64;
+  static std::once_flag all_made[kMaxDevices];
+  if (device >= 0 && device < kMaxDevices) {
+    std::call_once(all_made[device], [&stream] {
+      Accelerator& accelerator = tandem::accelerator(stream.device());
+      for (int i = 0; i < accelerator.compute_streams(); ++i) {
+        (void)cuda_stream_of(accelerator.stream(Queue::compute, i), "cublas_handle").cublas();
+      }
+    });
+  }
+  return own.cublas();
 }
 
 }  // namespace detail

@@ -39,8 +39,10 @@ namespace tandem::detail {
 class CudaStream final : public Stream {
  public:
   // `name`: the profiler's lane name (StreamSet::name).
+  // `allow_tf32`: AcceleratorConfig::allow_tf32, the math mode of its cuBLAS handle.
   CudaStream(int device, Queue queue, int index, std::string name,
-             std::shared_ptr<EventPool> events, std::shared_ptr<DeviceClock> clock);
+             std::shared_ptr<EventPool> events, std::shared_ptr<DeviceClock> clock,
+             bool allow_tf32 = false);
   ~CudaStream() override;
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
@@ -92,6 +94,7 @@ class CudaStream final : public Stream {
   // A graph capture is open: set and read by the thread that drives the stream.
   bool capturing_ = false;
 
+  const bool allow_tf32_;
   std::once_flag cublas_once_;
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;

@@ -30,113 +30,128 @@ class Stream;
 namespace tandem::ops {
 
 // The kernel families, one row each: X(Result, name, (parameters), (arguments), label,
-// sim_cost, launch_result). Everything a family needs besides its kernels is generated from its
-// row: the `Kernels` member, `missing_kernel`'s entry, the cpu table (cpu::name(arguments)), the
-// host-stream table (cpu::name as a host item of the op's stream, costing `sim_cost`, returning
-// `launch_result`) and the cuda table (cuda::name(arguments, stream)). `label` names the kernel
-// in errors; `sim_cost` and `launch_result` are expanded in ops/src/host_stream_kernels.cc only
-// (its helpers: pass_cost, elementwise_cost, conv_cost, pool_cost, gemm_work, random_blocks).
+// sim_cost, launch_result, sim_launches). Everything a family needs besides its kernels is
+// generated from its row: the `Kernels` member, `missing_kernel`'s entry, the cpu table
+// (cpu::name(arguments)), the host-stream table (cpu::name as a host item of the op's stream,
+// costing `sim_cost`, returning `launch_result`) and the cuda table (cuda::name(arguments,
+// stream)). `label` names the kernel in errors; `sim_cost`, `launch_result` and `sim_launches` (the
+// kernel launches and library calls the CUDA kernel makes, which sim counts for the profiler) are
+// expanded in ops/src/host_stream_kernels.cc only (its helpers: pass_cost, elementwise_cost,
+// conv_cost, pool_cost, gemm_work, random_blocks, one_launch, division_launches, gemm_launches,
+// reduce_launches, conv_launches).
 // A new family is a row here, its CPU and CUDA kernels, and the front-end op that pushes it.
 //
 // Every kernel takes the op's stream first (not listed in `parameters`).
 // clang-format off
-#define TANDEM_KERNEL_FAMILIES(X)                                                                \
-  /* Element-wise (unary_ops.h, binary_ops.h): out = op(in), op(a, b), op(a, scalar) or */      \
-  /* op(scalar, a) (scalar_first), on views of one shape (broadcast inputs have stride 0); */    \
-  /* the _dense forms take n contiguous elements of one dtype. */                                \
-  X(void, unary, (UnaryOp op, const ArrayView& in, const ArrayView& out), (op, in, out),         \
-    op_name(op), pass_cost(out, 2, flops_per_element(op)), void())                               \
-  X(void, binary, (BinaryOp op, const ArrayView& a, const ArrayView& b, const ArrayView& out),   \
-    (op, a, b, out), op_name(op), pass_cost(out, 3, flops_per_element(op)), void())              \
-  X(void, binary_scalar,                                                                          \
-    (BinaryOp op, const ArrayView& a, double scalar, bool scalar_first, const ArrayView& out),   \
-    (op, a, scalar, scalar_first, out), op_name(op), pass_cost(out, 2, flops_per_element(op)),   \
-    void())                                                                                      \
-  X(void, unary_dense, (UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n),     \
-    (op, dtype, in, out, n), op_name(op),                                                        \
-    elementwise_cost(n, dtype, 2, flops_per_element(op)), void())                                \
-  X(void, binary_dense,                                                                           \
-    (BinaryOp op, DType dtype, const void* a, const void* b, void* out, std::int64_t n),         \
-    (op, dtype, a, b, out, n), op_name(op),                                                      \
-    elementwise_cost(n, dtype, 3, flops_per_element(op)), void())                                \
-  X(void, binary_scalar_dense,                                                                    \
-    (BinaryOp op, DType dtype, const void* a, double scalar, bool scalar_first, void* out,       \
-     std::int64_t n),                                                                             \
-    (op, dtype, a, scalar, scalar_first, out, n), op_name(op),                                   \
-    elementwise_cost(n, dtype, 2, flops_per_element(op)), void())                                \
-  /* Copy (converting dtypes), fill with a value, arange (out[i] = start + i * step). */        \
-  X(void, copy, (const ArrayView& in, const ArrayView& out), (in, out), "copy",                  \
-    pass_cost(out, 2, 0.0), void())                                                              \
-  X(void, fill, (const ArrayView& out, double value), (out, value), "fill",                      \
-    pass_cost(out, 1, 0.0), void())                                                              \
-  X(void, arange, (const ArrayView& out, double start, double step), (out, start, step),         \
-    "arange", pass_cost(out, 1, 1.0), void())                                                    \
-  /* Reductions (reduce_ops.h) of the whole array into one element, or along one axis. */      \
-  X(void, reduce_all, (ReduceOp op, const ArrayView& in, const ArrayView& out), (op, in, out),   \
-    op_name(op), pass_cost(in, 1, 1.0), void())                                                  \
-  X(void, reduce_axis, (ReduceOp op, const ArrayView& in, int axis, const ArrayView& out),       \
-    (op, in, axis, out), op_name(op), pass_cost(in, 1, 1.0), void())                             \
-  /* c = a . b for 2-d views, or c += a . b when `accumulate` (BLAS's beta = 1: the product */  \
-  /* is added into c as it is formed, with no temporary of c's size). */                         \
-  X(void, gemm, (const ArrayView& a, const ArrayView& b, const ArrayView& c, bool accumulate),   \
-    (a, b, c, accumulate), "dot", gemm_work(a, b, c, accumulate), void())                        \
-  /* Philox draws into a contiguous floating view from (seed, counter); they return the */      \
-  /* counter blocks the draw consumes. */                                                        \
-  X(std::uint64_t, random_uniform,                                                                \
-    (const ArrayView& out, double low, double high, std::uint64_t seed, std::uint64_t counter),  \
-    (out, low, high, seed, counter), "random.uniform", pass_cost(out, 1, kRandomFlops),          \
-    random_blocks(out))                                                                          \
-  X(std::uint64_t, random_normal,                                                                 \
-    (const ArrayView& out, double mean, double stddev, std::uint64_t seed,                       \
-     std::uint64_t counter),                                                                      \
-    (out, mean, stddev, seed, counter), "random.normal", pass_cost(out, 1, kRandomFlops),        \
-    random_blocks(out))                                                                          \
-  /* Convolution and pooling over dense NCHW views (conv_geometry.h): y = conv(x, weight) + */  \
-  /* bias (bias.data == nullptr: none), its gradients with respect to the input and the */      \
-  /* weight, and max / average pooling with theirs (max pooling's gradient reads the forward */ \
-  /* input). */                                                                                  \
-  X(void, conv2d,                                                                                 \
-    (const ArrayView& x, const ArrayView& weight, const ArrayView& bias, const ArrayView& y,     \
-     const Conv2dGeometry& g),                                                                    \
-    (x, weight, bias, y, g), "conv2d", conv_cost(g, y.dtype), void())                            \
-  X(void, conv2d_backward_data,                                                                   \
-    (const ArrayView& dy, const ArrayView& weight, const ArrayView& dx, const Conv2dGeometry& g), \
-    (dy, weight, dx, g), "conv2d_backward_data", conv_cost(g, dx.dtype), void())                 \
-  X(void, conv2d_backward_weight,                                                                 \
-    (const ArrayView& x, const ArrayView& dy, const ArrayView& dweight, const Conv2dGeometry& g), \
-    (x, dy, dweight, g), "conv2d_backward_weight", conv_cost(g, dweight.dtype), void())          \
-  X(void, max_pool2d, (const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g),         \
-    (x, y, g), "max_pool2d", pool_cost(g, y.dtype), void())                                      \
-  X(void, avg_pool2d, (const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g),         \
-    (x, y, g), "avg_pool2d", pool_cost(g, y.dtype), void())                                      \
-  X(void, max_pool2d_backward,                                                                    \
-    (const ArrayView& x, const ArrayView& dy, const ArrayView& dx, const Pool2dGeometry& g),     \
-    (x, dy, dx, g), "max_pool2d_backward", pool_cost(g, dx.dtype), void())                       \
-  X(void, avg_pool2d_backward,                                                                    \
-    (const ArrayView& dy, const ArrayView& dx, const Pool2dGeometry& g), (dy, dx, g),            \
-    "avg_pool2d_backward", pool_cost(g, dx.dtype), void())                                       \
-  /* Softmax over the last axis of dense rows x classes views (softmax.h), stable with the */   \
-  /* row maximum: out = softmax(in) or log_softmax(in) (log); its gradient dx from the */        \
-  /* output y and dy (dx = y * (dy - sum(dy * y)), or dy - exp(y) * sum(dy) for log). */         \
-  X(void, softmax_rows, (const ArrayView& in, const ArrayView& out, bool log), (in, out, log),   \
-    log ? "log_softmax" : "softmax", pass_cost(out, 2, kSoftmaxFlops), void())                   \
-  X(void, softmax_rows_backward,                                                                  \
-    (const ArrayView& y, const ArrayView& dy, const ArrayView& dx, bool log), (y, dy, dx, log),  \
-    log ? "log_softmax_backward" : "softmax_backward", pass_cost(dx, 3, kSoftmaxFlops), void())  \
-  /* Cross entropy of softmax(logits) (dense rows x classes) against int32 labels (rows): */    \
-  /* loss per row, and the probabilities when probabilities.data != nullptr. A label outside */ \
-  /* [0, classes) has loss 0. head_grad is 1-d with any stride (0: broadcast). The */            \
-  /* backward: dlogits[r] = head_grad[r] * (p[r] - one_hot(label)). */                           \
-  X(void, softmax_cross_entropy_rows,                                                             \
-    (const ArrayView& logits, const ArrayView& labels, const ArrayView& loss,                    \
-     const ArrayView& probabilities),                                                             \
-    (logits, labels, loss, probabilities), "softmax_cross_entropy",                              \
-    pass_cost(logits, probabilities.data != nullptr ? 2 : 1, kSoftmaxFlops), void())             \
-  X(void, softmax_cross_entropy_backward,                                                         \
-    (const ArrayView& probabilities, const ArrayView& labels, const ArrayView& head_grad,        \
-     const ArrayView& dlogits),                                                                   \
-    (probabilities, labels, head_grad, dlogits), "softmax_cross_entropy_backward",               \
-    pass_cost(dlogits, 2, 2.0), void())
+#define TANDEM_KERNEL_FAMILIES(X)                                                                  \
+  /* Element-wise (unary_ops.h, binary_ops.h): out = op(in), op(a, b), op(a, scalar) or */         \
+  /* op(scalar, a) (scalar_first), on views of one shape (broadcast inputs have stride 0); */      \
+  /* the _dense forms take n contiguous elements of one dtype. */                                  \
+  X(void, unary, (UnaryOp op, const ArrayView& in, const ArrayView& out), (op, in, out),           \
+    op_name(op), pass_cost(out, 2, flops_per_element(op)), void(), one_launch(out))                \
+  X(void, binary, (BinaryOp op, const ArrayView& a, const ArrayView& b, const ArrayView& out),     \
+    (op, a, b, out), op_name(op), pass_cost(out, 3, flops_per_element(op)), void(),                \
+    division_launches(op, out.dtype, true, out.num_elements()))                                    \
+  X(void, binary_scalar,                                                                           \
+    (BinaryOp op, const ArrayView& a, double scalar, bool scalar_first, const ArrayView& out),     \
+    (op, a, scalar, scalar_first, out), op_name(op), pass_cost(out, 2, flops_per_element(op)),     \
+    void(), division_launches(op, out.dtype, scalar_first, out.num_elements()))                    \
+  X(void, unary_dense, (UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n),       \
+    (op, dtype, in, out, n), op_name(op),                                                          \
+    elementwise_cost(n, dtype, 2, flops_per_element(op)), void(), dense_launches(n))               \
+  X(void, binary_dense,                                                                            \
+    (BinaryOp op, DType dtype, const void* a, const void* b, void* out, std::int64_t n),           \
+    (op, dtype, a, b, out, n), op_name(op),                                                        \
+    elementwise_cost(n, dtype, 3, flops_per_element(op)), void(),                                  \
+    division_launches(op, dtype, true, n))                                                         \
+  X(void, binary_scalar_dense,                                                                     \
+    (BinaryOp op, DType dtype, const void* a, double scalar, bool scalar_first, void* out,         \
+     std::int64_t n),                                                                              \
+    (op, dtype, a, scalar, scalar_first, out, n), op_name(op),                                     \
+    elementwise_cost(n, dtype, 2, flops_per_element(op)), void(),                                  \
+    division_launches(op, dtype, scalar_first, n))                                                 \
+  /* Copy (converting dtypes), fill with a value, arange (out[i] = start + i * step). */           \
+  X(void, copy, (const ArrayView& in, const ArrayView& out), (in, out), "copy",                    \
+    pass_cost(out, 2, 0.0), void(), one_launch(out))                                               \
+  X(void, fill, (const ArrayView& out, double value), (out, value), "fill",                        \
+    pass_cost(out, 1, 0.0), void(), one_launch(out))                                               \
+  X(void, arange, (const ArrayView& out, double start, double step), (out, start, step),           \
+    "arange", pass_cost(out, 1, 1.0), void(), one_launch(out))                                     \
+  /* Reductions (reduce_ops.h) of the whole array into one element, or along one axis. */          \
+  X(void, reduce_all, (ReduceOp op, const ArrayView& in, const ArrayView& out), (op, in, out),     \
+    op_name(op), pass_cost(in, 1, 1.0), void(), reduce_launches(1))                                \
+  X(void, reduce_axis, (ReduceOp op, const ArrayView& in, int axis, const ArrayView& out),         \
+    (op, in, axis, out), op_name(op), pass_cost(in, 1, 1.0), void(),                               \
+    reduce_launches(out.num_elements()))                                                           \
+  /* c = a . b for 2-d views, or c += a . b when `accumulate` (BLAS's beta = 1: the product */     \
+  /* is added into c as it is formed, with no temporary of c's size). */                           \
+  X(void, gemm, (const ArrayView& a, const ArrayView& b, const ArrayView& c, bool accumulate),     \
+    (a, b, c, accumulate), "dot", gemm_work(a, b, c, accumulate), void(),                          \
+    gemm_launches(a, b, c, accumulate))                                                            \
+  /* Philox draws into a contiguous floating view from (seed, counter); they return the */         \
+  /* counter blocks the draw consumes. */                                                          \
+  X(std::uint64_t, random_uniform,                                                                 \
+    (const ArrayView& out, double low, double high, std::uint64_t seed, std::uint64_t counter),    \
+    (out, low, high, seed, counter), "random.uniform", pass_cost(out, 1, kRandomFlops),            \
+    random_blocks(out), one_launch(out))                                                           \
+  X(std::uint64_t, random_normal,                                                                  \
+    (const ArrayView& out, double mean, double stddev, std::uint64_t seed,                         \
+     std::uint64_t counter),                                                                       \
+    (out, mean, stddev, seed, counter), "random.normal", pass_cost(out, 1, kRandomFlops),          \
+    random_blocks(out), one_launch(out))                                                           \
+  /* Convolution and pooling over dense NCHW views (conv_geometry.h): y = conv(x, weight) + */     \
+  /* bias (bias.data == nullptr: none), its gradients with respect to the input and the */         \
+  /* weight, and max / average pooling with theirs (max pooling's gradient reads the forward */    \
+  /* input). */                                                                                    \
+  X(void, conv2d,                                                                                  \
+    (const ArrayView& x, const ArrayView& weight, const ArrayView& bias, const ArrayView& y,       \
+     const Conv2dGeometry& g),                                                                     \
+    (x, weight, bias, y, g), "conv2d", conv_cost(g, y.dtype), void(),                              \
+    conv_launches(g, ConvPass::forward, dtype_size(y.dtype),                                       \
+                  bias.data != nullptr, y.num_elements()))                                         \
+  X(void, conv2d_backward_data,                                                                    \
+    (const ArrayView& dy, const ArrayView& weight, const ArrayView& dx, const Conv2dGeometry& g),  \
+    (dy, weight, dx, g), "conv2d_backward_data", conv_cost(g, dx.dtype), void(),                   \
+    conv_launches(g, ConvPass::backward_data, dtype_size(dx.dtype), false, dx.num_elements()))     \
+  X(void, conv2d_backward_weight,                                                                  \
+    (const ArrayView& x, const ArrayView& dy, const ArrayView& dweight, const Conv2dGeometry& g),  \
+    (x, dy, dweight, g), "conv2d_backward_weight", conv_cost(g, dweight.dtype), void(),            \
+    conv_launches(g, ConvPass::backward_weight, dtype_size(dweight.dtype),                         \
+                  false, dweight.num_elements()))                                                  \
+  X(void, max_pool2d, (const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g),           \
+    (x, y, g), "max_pool2d", pool_cost(g, y.dtype), void(), one_launch(y))                         \
+  X(void, avg_pool2d, (const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g),           \
+    (x, y, g), "avg_pool2d", pool_cost(g, y.dtype), void(), one_launch(y))                         \
+  X(void, max_pool2d_backward,                                                                     \
+    (const ArrayView& x, const ArrayView& dy, const ArrayView& dx, const Pool2dGeometry& g),       \
+    (x, dy, dx, g), "max_pool2d_backward", pool_cost(g, dx.dtype), void(), one_launch(dx))         \
+  X(void, avg_pool2d_backward,                                                                     \
+    (const ArrayView& dy, const ArrayView& dx, const Pool2dGeometry& g), (dy, dx, g),              \
+    "avg_pool2d_backward", pool_cost(g, dx.dtype), void(), one_launch(dx))                         \
+  /* Softmax over the last axis of dense rows x classes views (softmax.h), stable with the */      \
+  /* row maximum: out = softmax(in) or log_softmax(in) (log); its gradient dx from the */          \
+  /* output y and dy (dx = y * (dy - sum(dy * y)), or dy - exp(y) * sum(dy) for log). */           \
+  X(void, softmax_rows, (const ArrayView& in, const ArrayView& out, bool log), (in, out, log),     \
+    log ? "log_softmax" : "softmax", pass_cost(out, 2, kSoftmaxFlops), void(), one_launch(out))    \
+  X(void, softmax_rows_backward,                                                                   \
+    (const ArrayView& y, const ArrayView& dy, const ArrayView& dx, bool log), (y, dy, dx, log),    \
+    log ? "log_softmax_backward" : "softmax_backward", pass_cost(dx, 3, kSoftmaxFlops), void(),    \
+    one_launch(dx))                                                                                \
+  /* Cross entropy of softmax(logits) (dense rows x classes) against int32 labels (rows): */       \
+  /* loss per row, and the probabilities when probabilities.data != nullptr. A label outside */    \
+  /* [0, classes) has loss 0. head_grad is 1-d with any stride (0: broadcast). The */              \
+  /* backward: dlogits[r] = head_grad[r] * (p[r] - one_hot(label)). */                             \
+  X(void, softmax_cross_entropy_rows,                                                              \
+    (const ArrayView& logits, const ArrayView& labels, const ArrayView& loss,                      \
+     const ArrayView& probabilities),                                                              \
+    (logits, labels, loss, probabilities), "softmax_cross_entropy",                                \
+    pass_cost(logits, probabilities.data != nullptr ? 2 : 1, kSoftmaxFlops), void(),               \
+    one_launch(loss))                                                                              \
+  X(void, softmax_cross_entropy_backward,                                                          \
+    (const ArrayView& probabilities, const ArrayView& labels, const ArrayView& head_grad,          \
+     const ArrayView& dlogits),                                                                    \
+    (probabilities, labels, head_grad, dlogits), "softmax_cross_entropy_backward",                 \
+    pass_cost(dlogits, 2, 2.0), void(), one_launch(dlogits))
 // clang-format on
 
 // A row's parenthesized parameter or argument list, without its parentheses.
