@@ -291,7 +291,7 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
       destinations.reserve(direct_writes.size());
       for (const DirectWrite& write : direct_writes) {
         if (write.leaf != nullptr && targets == nullptr) {
-          detail::note_in_place_write("backward", write.leaf->grad);
+          nd::detail::note_in_place_write("backward", write.leaf->grad);
         }
         destinations.push_back(write.destination);
       }

@@ -6,7 +6,7 @@
 
 #include "core/access.h"
 #include "core/checks.h"
-#include "graph/op_trace.h"
+#include "core/modes.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 
@@ -16,11 +16,6 @@ using nd::NDArray;
 using nd::detail::NDArrayAccess;
 
 namespace detail {
-
-ThreadState& thread_state() {
-  thread_local ThreadState state;
-  return state;
-}
 
 Node::~Node() {
   std::vector<std::shared_ptr<Node>> orphans;
@@ -104,51 +99,34 @@ void record_node_on_edges(std::string name, std::vector<Edge> inputs,
 }
 
 bool should_record(std::initializer_list<const NDArray*> inputs) {
-  if (!thread_state().recording) return false;
+  if (!is_recording()) return false;
   for (const NDArray* input : inputs)
     if (input != nullptr && needs_grad(*input)) return true;
   return false;
 }
 
 bool should_record(const std::vector<NDArray>& inputs) {
-  if (!thread_state().recording) return false;
+  if (!is_recording()) return false;
   for (const NDArray& input : inputs)
     if (needs_grad(input)) return true;
   return false;
 }
 
-void note_in_place_write(const char* op, const NDArray& target, const NDArray* source) {
-  if (!target.defined()) return;
-  if (auto* trace = nd::detail::active_trace()) {
-    trace->refuse(std::string(op) + " (in place)",
-                  "in-place writes are not traced; compute a new array instead");
-  }
-  if (thread_state().recording && source != nullptr && needs_grad(*source)) {
-    throw Error(std::string("tandem: ") + op + ": writing an array that needs a gradient (shape " +
-                source->shape().to_string() +
-                ") in place into another array while recording; "
-                "in-place writes are not recorded, so no gradient would flow back. Use a "
-                "function that returns a new array, or write source.detach() on purpose");
-  }
-  // A null-request leaf has no gradient to protect (the write-version check still guards a
-  // saved use of it).
-  if (thread_state().recording && needs_grad(target)) {
-    throw Error(std::string("tandem: ") + op + ": writing in place into an array of shape " +
-                target.shape().to_string() +
-                " that is part of the recorded graph (attached, or computed by a recorded op) "
-                "while recording; gradients cannot flow through in-place writes. Write into a "
-                "new array, or into x.detach() inside autograd::pause()");
-  }
-  NDArrayAccess::storage(target)->write_version.fetch_add(1, std::memory_order_relaxed);
-}
-
 }  // namespace detail
 
+namespace {
+
+// Recording is the record mode's place on the mode stack.
+void set_recording(bool recording) {
+  nd::detail::set_mode(nd::detail::ModeKind::record, recording ? detail::record_mode() : nullptr);
+}
+
+}  // namespace
+
 RecordScope::RecordScope(bool recording, bool training)
-    : previous_recording_(detail::thread_state().recording),
-      previous_training_(detail::thread_state().training) {
-  detail::thread_state().recording = recording;
-  detail::thread_state().training = training;
+    : previous_recording_(is_recording()), previous_training_(is_training()) {
+  set_recording(recording);
+  nd::detail::mode_stack.training = training;
 }
 
 RecordScope::RecordScope(RecordScope&& other) noexcept
@@ -158,8 +136,8 @@ RecordScope::RecordScope(RecordScope&& other) noexcept
 
 RecordScope::~RecordScope() {
   if (!active_) return;
-  detail::thread_state().recording = previous_recording_;
-  detail::thread_state().training = previous_training_;
+  set_recording(previous_recording_);
+  nd::detail::mode_stack.training = previous_training_;
 }
 
 RecordScope record(bool train_mode) {
@@ -169,38 +147,36 @@ RecordScope pause(bool train_mode) {
   return RecordScope(false, train_mode);
 }
 RecordScope train_mode() {
-  return RecordScope(detail::thread_state().recording, true);
+  return RecordScope(is_recording(), true);
 }
 RecordScope predict_mode() {
-  return RecordScope(detail::thread_state().recording, false);
+  return RecordScope(is_recording(), false);
 }
 
 bool is_recording() {
-  return detail::thread_state().recording;
+  return nd::detail::mode_on(nd::detail::ModeKind::record);
 }
 bool is_training() {
-  return detail::thread_state().training;
+  return nd::detail::training();
 }
 
-// True under an export's trace too: an op of your own then reaches record_op, which refuses
-// to be exported instead of being saved as a constant.
+// True under an export's trace too: an op of your own then reaches record_op, which the trace
+// refuses (an exported graph holds tandem's own ops only) instead of saving it as a constant.
 bool should_record(std::initializer_list<const NDArray*> inputs) {
-  if (nd::detail::active_trace() != nullptr) return true;
+  if (nd::detail::mode_on(nd::detail::ModeKind::trace)) return true;
   return detail::should_record(inputs);
 }
 
 bool should_record(const std::vector<NDArray>& inputs) {
-  if (nd::detail::active_trace() != nullptr) return true;
+  if (nd::detail::mode_on(nd::detail::ModeKind::trace)) return true;
   return detail::should_record(inputs);
 }
 
 void record_op(std::string name, const std::vector<NDArray>& inputs,
                const std::vector<NDArray*>& outputs, BackwardFunction backward) {
-  if (auto* trace = nd::detail::active_trace()) {
-    trace->refuse(name,
-                  "it is an op of your own (autograd::record_op); an exported graph holds "
-                  "tandem's own ops only");
-  }
+  nd::detail::note_opaque_op(name,
+                             "it is an op of your own (autograd::record_op); an exported graph "
+                             "holds tandem's own ops only");
   if (!should_record(inputs)) return;
   if (!backward) throw Error("tandem: autograd::record_op('" + name + "'): no backward function");
   detail::record_node(std::move(name), inputs, outputs, {}, std::move(backward));

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/modes.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/ndarray.h"
 
@@ -88,13 +89,6 @@ struct Node {
   std::vector<GradientReadyHook> ready_hooks;
 };
 
-// The recording state of the calling thread.
-struct ThreadState {
-  bool recording = false;
-  bool training = false;
-};
-ThreadState& thread_state();
-
 // Whether `array` needs a gradient: it has a node that is not a null-request leaf.
 bool needs_grad(const nd::NDArray& array);
 
@@ -149,10 +143,8 @@ class RecordedNodeCollector {
   std::vector<const Node*> nodes;
 };
 
-// Throws tandem::Error when recording and `target` (being written in place by `op`) is part of
-// the recorded graph, or `source` (what is written, when given) needs a gradient: in-place
-// writes are not recorded. Bumps the target's write version.
-void note_in_place_write(const char* op, const nd::NDArray& target,
-                         const nd::NDArray* source = nullptr);
+// The record mode (record_mode.cc), the same for every thread: RecordScope puts it on the
+// calling thread's mode stack while recording.
+nd::detail::Mode* record_mode();
 
 }  // namespace tandem::autograd::detail

@@ -1,13 +1,11 @@
 // Copies between arrays and devices, dtype conversion, and assignment into an array.
 #include <string>
 
-#include "autograd/record.h"
-#include "autograd/tape.h"
 #include "core/access.h"
 #include "core/checks.h"
 #include "core/elementwise_push.h"
+#include "core/modes.h"
 #include "core/transfer.h"
-#include "graph/op_trace.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
 #include "tandem/nd/ndarray.h"
@@ -36,8 +34,8 @@ NDArray copy_as(const NDArray& source, DType dtype, Device device, const char* o
     // copyto keeps the dtype, so only the layout may need a same-device copy first.
     detail::push_transfer(dense(source), out, op);
   }
-  if (autograd::is_recording()) autograd::detail::record_copy(op, source, out);
-  if (auto* trace = detail::active_trace()) trace->copy(op, source, out);
+  if (detail::ops_observed())
+    detail::report_op(detail::OpCall::of(detail::OpForm::copy, op, source, out));
   return out;
 }
 
@@ -79,7 +77,7 @@ void NDArray::copyto(NDArray destination) const {
                 ", the source " + shape().to_string() + "; they must match");
   }
   detail::check_same_dtype("copyto", *this, destination);
-  autograd::detail::note_in_place_write("copyto", destination, this);
+  detail::note_in_place_write("copyto", destination, this);
   if (destination.device() != device()) return copy_between_devices(*this, destination);
   detail::check_same_place("copyto", {this, &destination});
   const NDArray source = detail::overlaps_differently(*this, destination) ? copy() : *this;
@@ -119,7 +117,7 @@ NDArray& NDArray::assign(const NDArray& source) {
     throw Error("tandem: assign: a source of shape " + source.shape().to_string() +
                 " does not broadcast to the target's shape " + shape_.to_string());
   }
-  autograd::detail::note_in_place_write("assign", *this, &source);
+  detail::note_in_place_write("assign", *this, &source);
   const NDArray input = detail::overlaps_differently(*this, source) ? source.copy() : source;
   detail::push_copy(input, *this, "assign");
   return *this;
@@ -127,7 +125,7 @@ NDArray& NDArray::assign(const NDArray& source) {
 
 NDArray& NDArray::assign(double value) {
   detail::check_defined("assign", *this);
-  autograd::detail::note_in_place_write("assign", *this);
+  detail::note_in_place_write("assign", *this);
   detail::push_fill(*this, value, "assign");
   return *this;
 }

@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "core/generator_registry.h"
+#include "core/modes.h"
 #include "core/storage_reuse.h"
-#include "graph/capture_window.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {

@@ -4,20 +4,19 @@
 #include <algorithm>
 #include <string>
 
-#include "autograd/record.h"
 #include "core/access.h"
 #include "core/checks.h"
-#include "graph/capture_window.h"
-#include "graph/op_trace.h"
+#include "core/modes.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 #include "tandem/ops/kernels.h"
 
 namespace tandem::nd {
 
-using detail::active_trace;
 using detail::check_defined;
 using detail::NDArrayAccess;
+using detail::OpCall;
+using detail::OpForm;
 using detail::throw_if_capturing;
 
 namespace detail {
@@ -96,8 +95,7 @@ NDArray NDArray::reshape(Shape shape) const {
   if (!is_contiguous()) return copy().reshape(shape);
   NDArray out =
       NDArrayAccess::make(storage_, dtype_, shape, ops::contiguous_strides(shape), offset_);
-  if (autograd::is_recording()) autograd::detail::record_reshape(*this, out);
-  if (auto* trace = active_trace()) trace->reshape(*this, out);
+  if (detail::ops_observed()) detail::report_op(OpCall::of(OpForm::reshape, "reshape", *this, out));
   return out;
 }
 
@@ -120,8 +118,13 @@ NDArray NDArray::slice(std::int64_t begin, std::int64_t end, std::int64_t step) 
   strides[0] = strides_[0] * step;
   NDArray out =
       NDArrayAccess::make(storage_, dtype_, shape, strides, offset_ + begin * strides_[0]);
-  if (autograd::is_recording()) autograd::detail::record_slice(*this, begin, step, out);
-  if (auto* trace = active_trace()) trace->slice(*this, begin, end, step, out);
+  if (detail::ops_observed()) {
+    OpCall call = OpCall::of(OpForm::slice, "slice", *this, out);
+    call.begin = begin;
+    call.end = end;
+    call.step = step;
+    detail::report_op(call);
+  }
   return out;
 }
 
@@ -140,8 +143,11 @@ NDArray NDArray::operator[](std::int64_t index) const {
     strides[static_cast<std::size_t>(i - 1)] = strides_[static_cast<std::size_t>(i)];
   NDArray out = NDArrayAccess::make(storage_, dtype_, shape_.without_axis(0), strides,
                                     offset_ + index * strides_[0]);
-  if (autograd::is_recording()) autograd::detail::record_index(*this, index, out);
-  if (auto* trace = active_trace()) trace->index(*this, index, out);
+  if (detail::ops_observed()) {
+    OpCall call = OpCall::of(OpForm::index, "index", *this, out);
+    call.begin = index;
+    detail::report_op(call);
+  }
   return out;
 }
 
@@ -154,15 +160,12 @@ NDArray NDArray::T() const {
     shape.push_back(shape_[i]);
   }
   NDArray out = NDArrayAccess::make(storage_, dtype_, shape, strides, offset_);
-  if (autograd::is_recording()) {
+  if (detail::ops_observed()) {
     std::vector<int> reversed;
     for (int i = ndim() - 1; i >= 0; --i) reversed.push_back(i);
-    autograd::detail::record_transpose(*this, reversed, out);
-  }
-  if (auto* trace = active_trace()) {
-    std::vector<int> reversed;
-    for (int i = ndim() - 1; i >= 0; --i) reversed.push_back(i);
-    trace->transpose(*this, reversed, out);
+    OpCall call = OpCall::of(OpForm::transpose, "transpose", *this, out);
+    call.axes = &reversed;
+    detail::report_op(call);
   }
   return out;
 }

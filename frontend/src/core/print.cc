@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/capture_window.h"
+#include "core/modes.h"
 #include "tandem/nd/ndarray.h"
 
 namespace tandem::nd {

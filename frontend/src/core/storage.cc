@@ -7,8 +7,8 @@
 
 #include "core/backend.h"
 #include "core/host_pool.h"
+#include "core/modes.h"
 #include "core/storage_reuse.h"
-#include "graph/capture_window.h"
 #include "tandem/errors.h"
 #include "tandem/inside_op.h"
 
@@ -116,9 +116,9 @@ void release(Storage* storage) noexcept {
 // the block back. Its pool is told at once that the block is coming back (expect_free), so that
 // an allocation meanwhile waits for it rather than failing.
 //
-// Inside a capture window (capture_window.h) the storage is a temporary the graph will own, or
-// an array from before the window: no early free and no announcement then, and a deletion the
-// engine refuses (a var from before the window) is retried when the window closes.
+// Inside a capture window (the capture mode, core/modes.h) the storage is a temporary the graph
+// will own, or an array from before the window: no early free and no announcement then, and a
+// deletion the engine refuses (a var from before the window) is retried when the window closes.
 void free_storage(Storage* storage, Engine& owner) noexcept {
   const bool capturing = capturing_on_this_thread();
   MemoryBlock announced;
@@ -147,7 +147,7 @@ void free_storage(Storage* storage, Engine& owner) noexcept {
       storage->free_announced = false;
       storage->accelerator->device_pool().cancel_expected_free(announced);
     }
-    if (capturing) CaptureWindow::defer_deletion(storage);
+    if (capturing) mode_of(ModeKind::capture)->defer_deletion(storage);
   }
 }
 

@@ -29,9 +29,9 @@
 // waiting and throws OutOfMemoryError, so the error surfaces at the next sync point like every
 // error of an op.
 //
-// Inside a capture window (capture_window.h: hybridize recording a function) a dropped array is
-// a temporary the recorded graph will own: no early free and no announced device free then, and
-// any reuse of dead arrays' storage must be skipped (capturing_on_this_thread()).
+// Inside a capture window (the capture mode of core/modes.h: hybridize recording a function) a
+// dropped array is a temporary the recorded graph will own: no early free and no announced device
+// free then, and any reuse of dead arrays' storage must be skipped (capturing_on_this_thread()).
 #pragma once
 
 #include <atomic>
@@ -99,5 +99,9 @@ StorageRef create_storage(Engine& engine, Device device, std::size_t bytes, cons
 // Frees a storage whose last reference is gone, through the deletion ops of `owner` (the engine
 // of its var) that run after every op queued on it; the storage object goes back to its pool.
 void free_storage(Storage* storage, Engine& owner) noexcept;
+
+// The engine part of release: queues the deletion of a storage with no handle (a capture
+// window's deferred ones, when it closes).
+void delete_storage(Storage* storage) noexcept;
 
 }  // namespace tandem::nd::detail

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "autograd/tape.h"
 #include "core/access.h"
 #include "core/lazy_view.h"
+#include "core/modes.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
 
@@ -234,7 +234,7 @@ void copy_into_named(const NDArray& source, const NDArray& destination, const ch
     return;
   }
   check_transfer(op, source.device(), destination.device());
-  autograd::detail::note_in_place_write(op, destination, &source);
+  detail::note_in_place_write(op, destination, &source);
   push_transfer(source, destination, op);
 }
 

@@ -14,21 +14,18 @@
 //   deferred to the window's end.
 // - A sync point (wait_to_read, to_vector, printing, waitall) cannot wait for ops that are
 //   only being recorded: it throws tandem::Error naming the call (throw_if_capturing).
+// The window is the capture mode of the thread's mode stack (core/modes.h): the core asks the
+// stack, never this file.
 #pragma once
 
 #include <vector>
 
+#include "core/modes.h"
 #include "core/storage.h"
 
 namespace tandem::nd::detail {
 
-// True while a CaptureWindow is open on this thread.
-bool capturing_on_this_thread() noexcept;
-
-// Throws tandem::Error naming `sync_call` when a window is open on this thread.
-void throw_if_capturing(const char* sync_call);
-
-class CaptureWindow {
+class CaptureWindow final : public Mode {
  public:
   // Throws tandem::Error when a window is already open on this thread (windows do not nest).
   CaptureWindow();
@@ -39,13 +36,11 @@ class CaptureWindow {
 
   // Keeps `storage` (no handle left, its var created before the window) for deletion at the
   // window's end.
-  static void defer_deletion(Storage* storage);
+  void defer_deletion(Storage* storage) override;
 
  private:
   std::vector<Storage*> deferred_;
+  Mode* previous_ = nullptr;
 };
-
-// The engine part of release (storage.cc): queues the deletion of a storage with no handle.
-void delete_storage(Storage* storage) noexcept;
 
 }  // namespace tandem::nd::detail

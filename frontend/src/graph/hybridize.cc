@@ -18,7 +18,6 @@
 #include "autograd/tape.h"
 #include "graph/capture_window.h"
 #include "graph/hybrid_backward.h"
-#include "graph/op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/graph.h"
 #include "tandem/nd/autograd.h"
@@ -124,7 +123,7 @@ std::vector<NDArray> HybridCache::call(const ArrayFunction& fn,
   last_call_replayed_ = false;
   // A nested call is recorded by the outer one; while export_block traces a forward, every op
   // must run (a replay would hide them from the trace).
-  if (detail::capturing_on_this_thread() || detail::active_trace() != nullptr) return fn(inputs);
+  if (detail::capturing_on_this_thread() || detail::modes_see_each_op()) return fn(inputs);
 
   const bool training = autograd::is_training();
   const bool recording = autograd::is_recording();

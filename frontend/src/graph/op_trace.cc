@@ -12,8 +12,6 @@
 
 namespace tandem::nd::detail {
 
-constinit thread_local OpTrace* active_op_trace = nullptr;
-
 std::string constant_name(std::size_t index) {
   return kConstantPrefix + std::to_string(index);
 }
@@ -28,7 +26,7 @@ json size2d_json(const Size2d& size) {
 
 }  // namespace
 
-OpTrace::OpTrace() : graph_(std::make_unique<Graph>()) {}
+OpTrace::OpTrace() : Mode(ModeKind::trace), graph_(std::make_unique<Graph>()) {}
 OpTrace::~OpTrace() = default;
 
 namespace {
@@ -177,6 +175,50 @@ void OpTrace::softmax(const char* op, const NDArray& x, int axis, const NDArray&
 void OpTrace::softmax_cross_entropy(const NDArray& logits, const NDArray& labels,
                                     const NDArray& out) {
   add_node(*graph_, "softmax_cross_entropy", json::object(), {&logits, &labels}, out);
+}
+
+void OpTrace::op(const OpCall& c) {
+  switch (c.form) {
+    case OpForm::unary:
+      return unary(c.unary_op, *c.x, *c.out);
+    case OpForm::binary:
+      return binary(c.binary_op, *c.x, *c.y, *c.out);
+    case OpForm::binary_scalar:
+      return binary_scalar(c.binary_op, *c.x, c.scalar, c.scalar_first, *c.out);
+    case OpForm::reduce:
+      return reduce(c.reduce_op, *c.x, c.axis, c.keepdims, *c.out);
+    case OpForm::dot:
+      return dot(*c.x, *c.y, *c.out);
+    case OpForm::transpose:
+      return transpose(*c.x, *c.axes, *c.out);
+    case OpForm::reshape:
+      return reshape(*c.x, *c.out);
+    case OpForm::slice:
+      return slice(*c.x, c.begin, c.end, c.step, *c.out);
+    case OpForm::index:
+      return index(*c.x, c.begin, *c.out);
+    case OpForm::copy:
+      return copy(c.name, *c.x, *c.out);
+    case OpForm::concat:
+      return concat(*c.arrays, *c.axis, *c.out);
+    case OpForm::conv2d:
+      return conv2d(*c.x, *c.y, *c.z, *c.conv, *c.out);
+    case OpForm::pool:
+      return pool(c.name, *c.x, *c.pool, *c.out);
+    case OpForm::softmax:
+      return softmax(c.name, *c.x, *c.axis, *c.out);
+    case OpForm::softmax_cross_entropy:
+      return softmax_cross_entropy(*c.x, *c.y, *c.out);
+  }
+}
+
+void OpTrace::in_place_write(const char* op, const NDArray& /*target*/, const NDArray* /*source*/) {
+  refuse(std::string(op) + " (in place)",
+         "in-place writes are not traced; compute a new array instead");
+}
+
+void OpTrace::opaque_op(const std::string& op, const std::string& why) {
+  refuse(op, why);
 }
 
 void OpTrace::refuse(const std::string& op, const std::string& why) const {

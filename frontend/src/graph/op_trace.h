@@ -1,15 +1,12 @@
-// The op trace: while nn::export_block runs a block's forward, each front-end op reports itself
-// here (op name, attributes, input and output arrays), so that the graph can be written as
-// JSON and run again without the block's C++ code (tandem/nn/export.h).
+// The op trace: while nn::export_block runs a block's forward, the trace is the export mode of
+// the calling thread's mode stack (core/modes.h): each front-end op reports itself to it (op
+// name, attributes, input and output arrays), so that the graph can be written as JSON and run
+// again without the block's C++ code (tandem/nn/export.h).
 //
-// Cost when no trace is active (every op, every call): one thread-local load and a branch.
-//   NDArray out = ...;                                  // checks, allocation, push
-//   if (auto* trace = detail::active_trace()) trace->unary(op, x, out);
-//
-// Ops made of other ops (conv2d's dense copies, softmax over an inner axis, pooling) pause the
-// trace with a TracePause while they work, then report themselves as one node. Ops a graph
-// cannot hold (random draws, in-place writes, autograd::record_op) call refuse(), which throws
-// tandem::Error naming the op.
+// Ops made of other ops (conv2d's dense copies, softmax over an inner axis, pooling) hide the
+// modes from their steps (OpModesPaused), then report themselves as one node. Ops a graph
+// cannot hold (random draws, in-place writes, autograd::record_op) are refused: the trace
+// throws tandem::Error naming the op.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/modes.h"
 #include "tandem/nd/convolution.h"
 #include "tandem/nd/ndarray.h"
 #include "tandem/nd/pooling.h"
@@ -25,22 +23,18 @@
 
 namespace tandem::nd::detail {
 
-class OpTrace;
-
-// The trace of the calling thread, or null (the common case).
-// constinit: no dynamic initializer, so reading it is a plain TLS access (no init-function
-// check).
-extern constinit thread_local OpTrace* active_op_trace;
-inline OpTrace* active_trace() {
-  return active_op_trace;
-}
-
-class OpTrace {
+class OpTrace final : public Mode {
  public:
   OpTrace();
   ~OpTrace();
   OpTrace(const OpTrace&) = delete;
   OpTrace& operator=(const OpTrace&) = delete;
+
+  // The mode's events: an op becomes a node; an in-place write or an op without a form is
+  // refused.
+  void op(const OpCall& call) override;
+  void in_place_write(const char* op, const NDArray& target, const NDArray* source) override;
+  void opaque_op(const std::string& op, const std::string& why) override;
 
   // The graph's input and parameters, known before the forward runs; ids in call order.
   void add_input(const NDArray& x);
@@ -84,30 +78,13 @@ class OpTrace {
   std::unique_ptr<Graph> graph_;
 };
 
-// Sets the calling thread's trace for its lifetime (and restores the previous one).
+// Makes `trace` the calling thread's export mode for its lifetime.
 class TraceScope {
  public:
-  explicit TraceScope(OpTrace& trace) : previous_(active_op_trace) { active_op_trace = &trace; }
-  ~TraceScope() { active_op_trace = previous_; }
-  TraceScope(const TraceScope&) = delete;
-  TraceScope& operator=(const TraceScope&) = delete;
+  explicit TraceScope(OpTrace& trace) : scope_(&trace) {}
 
  private:
-  OpTrace* previous_;
-};
-
-// Hides the trace from the ops a composite op is made of; trace() is the paused one (or null),
-// to which the composite op reports itself.
-class TracePause {
- public:
-  TracePause() : paused_(active_op_trace) { active_op_trace = nullptr; }
-  ~TracePause() { active_op_trace = paused_; }
-  TracePause(const TracePause&) = delete;
-  TracePause& operator=(const TracePause&) = delete;
-  OpTrace* trace() const { return paused_; }
-
- private:
-  OpTrace* paused_;
+  ModeScope scope_;
 };
 
 }  // namespace tandem::nd::detail

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "graph/op_trace.h"
+#include "core/modes.h"
 #include "tandem/errors.h"
 
 namespace tandem::nn {
@@ -48,7 +48,7 @@ void ParameterDict::set_grad_req(GradReq grad_req) const {
 
 nd::NDArray Block::operator()(const nd::NDArray& x) {
   // While export_block traces the forward, every op must run (a replay would hide them).
-  if (hybrid_ == nullptr || nd::detail::active_trace() != nullptr) return forward(x);
+  if (hybrid_ == nullptr || nd::detail::modes_see_each_op()) return forward(x);
   // A parameter that replaced its handles (set_grad_req, cast, initialize) has new autograd
   // leaves: recordings that name the old ones would deliver gradients to them.
   if (const std::uint64_t epoch = nn::Parameter::handles_epoch(); epoch != handles_epoch_seen_) {

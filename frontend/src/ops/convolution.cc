@@ -3,13 +3,11 @@
 
 #include <string>
 
-#include "autograd/tape.h"
 #include "core/access.h"
 #include "core/checks.h"
+#include "core/modes.h"
 #include "core/view_op.h"
-#include "graph/op_trace.h"
 #include "tandem/errors.h"
-#include "tandem/nd/autograd.h"
 #include "tandem/nd/reduce.h"
 
 namespace tandem::nd {
@@ -106,26 +104,25 @@ void check_shape(const char* op, const char* what, const NDArray& array, const S
   }
 }
 
-// The conv2d node: each gradient only when its input needs one; a rule saves only what its
+// The conv2d rule: each gradient only when its input needs one; it saves only what its
 // gradients read (dx reads the weight, dweight reads x).
-void record_conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
-                   const Conv2dOptions& options, NDArray& out) {
+detail::OpGradient conv2d_gradient(const NDArray& x, const NDArray& weight, const NDArray& bias,
+                                   const Conv2dOptions& options) {
   const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
   const bool has_bias = bias.defined(), need_b = has_bias && bias.needs_grad();
-  autograd::detail::Saver save;
-  const NDArray saved_x = need_w ? save(x) : NDArray();
-  const NDArray saved_w = need_x ? save(weight) : NDArray();
-  std::vector<NDArray> inputs{x, weight};
-  if (has_bias) inputs.push_back(bias);
-  autograd::detail::record_node(
-      "conv2d", inputs, {&out}, save.take(),
-      [=, x_shape = x.shape(), w_shape = weight.shape()](const std::vector<NDArray>& g) {
-        std::vector<NDArray> grads{
-            need_x ? conv2d_backward_data(g[0], saved_w, x_shape, options) : NDArray(),
-            need_w ? conv2d_backward_weight(g[0], saved_x, w_shape, options) : NDArray()};
-        if (has_bias) grads.push_back(need_b ? conv2d_backward_bias(g[0]) : NDArray());
-        return grads;
-      });
+  detail::OpGradient gradient;
+  gradient.inputs = {x, weight};
+  if (has_bias) gradient.inputs.push_back(bias);
+  gradient.saved = {need_w ? x : NDArray(), need_x ? weight : NDArray()};
+  gradient.rule = [=, x_shape = x.shape(), w_shape = weight.shape()](
+                      const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+    std::vector<NDArray> grads{
+        need_x ? conv2d_backward_data(g[0], saved[1], x_shape, options) : NDArray(),
+        need_w ? conv2d_backward_weight(g[0], saved[0], w_shape, options) : NDArray()};
+    if (has_bias) grads.push_back(need_b ? conv2d_backward_bias(g[0]) : NDArray());
+    return grads;
+  };
+  return gradient;
 }
 
 }  // namespace
@@ -139,11 +136,9 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
   const char* op = "conv2d";
   Engine& engine = bias.defined() ? detail::check_same_place(op, {&x, &weight, &bias})
                                   : detail::check_same_place(op, {&x, &weight});
-  const bool record = bias.defined() ? autograd::detail::should_record({&x, &weight, &bias})
-                                     : autograd::detail::should_record({&x, &weight});
+  const bool record = detail::gradient_wanted({&x, &weight, &bias});
   // The dense copies below are the op's own business, not nodes of the graph.
-  const auto paused = autograd::pause(autograd::is_training());
-  const detail::TracePause trace_paused;
+  const detail::OpModesPaused paused;
   check_floating_same(op, x, weight);
   const Conv2dGeometry g = geometry(op, x.shape(), weight.shape(), options);
   if (bias.defined()) {
@@ -161,8 +156,16 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
       [g](const ops::Kernels& k, Stream* s, const auto& v) {
         k.conv2d(s, v[0], v[1], v[2], v[3], g);
       });
-  if (record) record_conv2d(x, weight, bias, options, out);
-  if (auto* trace = trace_paused.trace()) trace->conv2d(x, weight, bias, options, out);
+  if (paused.any()) {
+    detail::OpCall call = detail::OpCall::of(detail::OpForm::conv2d, op, x, out);
+    call.y = &weight;
+    call.z = &bias;
+    call.conv = &options;
+    const detail::OpGradient gradient =
+        record ? conv2d_gradient(x, weight, bias, options) : detail::OpGradient{};
+    if (record) call.gradient = &gradient;
+    paused.report(call);
+  }
   return out;
 }
 

@@ -3,13 +3,11 @@
 
 #include <string>
 
-#include "autograd/record.h"
-#include "autograd/tape.h"
 #include "core/access.h"
 #include "core/checks.h"
 #include "core/elementwise_push.h"
+#include "core/modes.h"
 #include "core/op_dispatch.h"
-#include "graph/op_trace.h"
 #include "tandem/errors.h"
 #include "tandem/ops/convert.h"
 
@@ -28,8 +26,7 @@ NDArray binary(BinaryOp op, const NDArray& a, const NDArray& b) {
   const Shape shape = ops::broadcast_shapes(a.shape(), b.shape(), name);
   NDArray out = detail::allocate_array(engine, shape, a.dtype(), a.device(), name);
   detail::push_binary(op, a, b, out);
-  if (autograd::is_recording()) autograd::detail::record_binary(op, a, b, out);
-  if (auto* trace = detail::active_trace()) trace->binary(op, a, b, out);
+  if (detail::ops_observed()) detail::report_op(detail::OpCall::binary(op, a, b, out));
   return out;
 }
 
@@ -48,9 +45,8 @@ NDArray binary_scalar(BinaryOp op, const NDArray& a, double scalar, bool scalar_
   if (!scalar_first) check_scalar_divisor(op, a.dtype(), scalar);
   NDArray out = detail::allocate_array(a.engine(), a.shape(), a.dtype(), a.device(), name);
   detail::push_binary_scalar(op, a, scalar, scalar_first, out);
-  if (autograd::is_recording())
-    autograd::detail::record_binary_scalar(op, a, scalar, scalar_first, out);
-  if (auto* trace = detail::active_trace()) trace->binary_scalar(op, a, scalar, scalar_first, out);
+  if (detail::ops_observed())
+    detail::report_op(detail::OpCall::binary_scalar(op, a, scalar, scalar_first, out));
   return out;
 }
 
@@ -60,8 +56,7 @@ NDArray unary(UnaryOp op, const NDArray& x) {
   if (ops::needs_floating(op)) detail::check_floating(name, x.dtype());
   NDArray out = detail::allocate_array(x.engine(), x.shape(), x.dtype(), x.device(), name);
   detail::push_unary(op, x, out);
-  if (autograd::is_recording()) autograd::detail::record_unary(op, x, out);
-  if (auto* trace = detail::active_trace()) trace->unary(op, x, out);
+  if (detail::ops_observed()) detail::report_op(detail::OpCall::unary(op, x, out));
   return out;
 }
 
@@ -76,7 +71,7 @@ void in_place(BinaryOp op, NDArray& target, const NDArray& other) {
                 " (the other operand, " + other.shape().to_string() +
                 ", must broadcast to the target's shape)");
   }
-  autograd::detail::note_in_place_write(name, target, &other);
+  detail::note_in_place_write(name, target, &other);
   // A partly overlapping operand could be overwritten before it is read: use a copy.
   const NDArray source = detail::overlaps_differently(target, other) ? other.copy() : other;
   detail::push_binary(op, target, source, target);
@@ -86,7 +81,7 @@ void in_place_scalar(BinaryOp op, NDArray& target, double scalar) {
   const char* name = ops::op_name(op);
   detail::check_defined(name, target);
   check_scalar_divisor(op, target.dtype(), scalar);
-  autograd::detail::note_in_place_write(name, target);
+  detail::note_in_place_write(name, target);
   detail::push_binary_scalar(op, target, scalar, false, target);
 }
 

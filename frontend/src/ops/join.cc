@@ -3,12 +3,11 @@
 
 #include <string>
 
-#include "autograd/record.h"
 #include "core/access.h"
 #include "core/checks.h"
 #include "core/lazy_view.h"
+#include "core/modes.h"
 #include "core/op_push.h"
-#include "graph/op_trace.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
@@ -49,8 +48,13 @@ NDArray concat(const std::vector<NDArray>& arrays, int axis) {
     offset += array.shape()[axis];
   }
   detail::push_copies(std::move(copies), reads, out, "concat");
-  if (autograd::is_recording()) autograd::detail::record_concat(arrays, axis, out);
-  if (auto* trace = detail::active_trace()) trace->concat(arrays, axis, out);
+  if (detail::ops_observed()) {
+    detail::OpCall call(detail::OpForm::concat, "concat");
+    call.arrays = &arrays;
+    call.axis = axis;
+    call.out = &out;
+    detail::report_op(call);
+  }
   return out;
 }
 

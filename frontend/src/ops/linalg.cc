@@ -3,12 +3,11 @@
 
 #include <string>
 
-#include "autograd/record.h"
 #include "core/access.h"
 #include "core/checks.h"
 #include "core/lazy_view.h"
+#include "core/modes.h"
 #include "core/op_push.h"
-#include "graph/op_trace.h"
 #include "ops/product_into.h"
 #include "tandem/errors.h"
 
@@ -65,8 +64,11 @@ NDArray dot(const NDArray& a, const NDArray& b) {
   vb.layout = as_matrix(vb.layout, true);
   vc.layout = ops::contiguous_view(nullptr, out.dtype(), Shape{m, n});
   detail::push_dot(a, b, out, va, vb, vc);
-  if (autograd::is_recording()) autograd::detail::record_dot(a, b, out);
-  if (auto* trace = detail::active_trace()) trace->dot(a, b, out);
+  if (detail::ops_observed()) {
+    detail::OpCall call = detail::OpCall::of(detail::OpForm::dot, "dot", a, out);
+    call.y = &b;
+    detail::report_op(call);
+  }
   return out;
 }
 
@@ -125,8 +127,11 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes) {
   }
   NDArray out = detail::NDArrayAccess::make(detail::NDArrayAccess::storage(x), x.dtype(), shape,
                                             strides, detail::NDArrayAccess::offset(x));
-  if (autograd::is_recording()) autograd::detail::record_transpose(x, axes, out);
-  if (auto* trace = detail::active_trace()) trace->transpose(x, axes, out);
+  if (detail::ops_observed()) {
+    detail::OpCall call = detail::OpCall::of(detail::OpForm::transpose, "transpose", x, out);
+    call.axes = &axes;
+    detail::report_op(call);
+  }
   return out;
 }
 

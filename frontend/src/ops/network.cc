@@ -7,13 +7,11 @@
 
 #include <string>
 
-#include "autograd/tape.h"
 #include "core/access.h"
 #include "core/checks.h"
+#include "core/modes.h"
 #include "core/view_op.h"
-#include "graph/op_trace.h"
 #include "tandem/errors.h"
-#include "tandem/nd/autograd.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/random.h"
@@ -77,7 +75,7 @@ NDArray softmax_last_axis(const NDArray& x, bool log) {
 NDArray softmax_last_axis_backward(const NDArray& y, const NDArray& dy, bool log) {
   const char* op = log ? "log_softmax_backward" : "softmax_backward";
   Engine& engine = y.engine();
-  const auto paused = autograd::pause(autograd::is_training());
+  const detail::RecordingPaused paused;
   const NDArray g = dense(dy);
   NDArray dx = detail::allocate_array(engine, y.shape(), y.dtype(), y.device(), op);
   detail::push_view_op<3>(
@@ -94,32 +92,36 @@ NDArray softmax_op(const NDArray& x, int axis, bool log) {
   check_floating_input(op, x);
   axis = checked_axis(op, x, axis);
   const bool last = axis == x.ndim() - 1;
-  const bool record = autograd::detail::should_record({&x});
+  const bool record = detail::gradient_wanted({&x});
+  const detail::OpModesPaused paused;  // the steps are the op's own business
   NDArray y;
-  {
-    const auto paused = autograd::pause(autograd::is_training());
-    const detail::TracePause trace_paused;
-    if (last) {
-      y = softmax_last_axis(x, log);
-    } else if (log) {
-      y = log_softmax_values(x, axis);
-    } else {
-      const NDArray e = nd::exp(x - nd::max(x, axis, true));
-      y = e / nd::sum(e, axis, true);
+  if (last) {
+    y = softmax_last_axis(x, log);
+  } else if (log) {
+    y = log_softmax_values(x, axis);
+  } else {
+    const NDArray e = nd::exp(x - nd::max(x, axis, true));
+    y = e / nd::sum(e, axis, true);
+  }
+  if (paused.any()) {
+    detail::OpCall call = detail::OpCall::of(detail::OpForm::softmax, op, x, y);
+    call.axis = axis;
+    detail::OpGradient gradient;
+    if (record) {
+      gradient.inputs = {x};
+      gradient.saved = {y};
+      gradient.rule = [axis, last, log](const std::vector<NDArray>& g,
+                                        const std::vector<NDArray>& saved) {
+        const NDArray& saved_y = saved[0];
+        if (last) return std::vector<NDArray>{softmax_last_axis_backward(saved_y, g[0], log)};
+        // log: dx = g - softmax(x) * sum(g); else dx = y * (g - sum(g * y))
+        return std::vector<NDArray>{log ? g[0] - nd::exp(saved_y) * nd::sum(g[0], axis, true)
+                                        : saved_y * (g[0] - nd::sum(g[0] * saved_y, axis, true))};
+      };
+      call.gradient = &gradient;
     }
+    paused.report(call);
   }
-  if (record) {
-    autograd::detail::Saver save;
-    const NDArray saved_y = save(y);
-    autograd::detail::record_node(
-        op, {x}, {&y}, save.take(), [saved_y, axis, last, log](const std::vector<NDArray>& g) {
-          if (last) return std::vector<NDArray>{softmax_last_axis_backward(saved_y, g[0], log)};
-          // log: dx = g - softmax(x) * sum(g); else dx = y * (g - sum(g * y))
-          return std::vector<NDArray>{log ? g[0] - nd::exp(saved_y) * nd::sum(g[0], axis, true)
-                                          : saved_y * (g[0] - nd::sum(g[0] * saved_y, axis, true))};
-        });
-  }
-  if (auto* trace = detail::active_trace()) trace->softmax(op, x, axis, y);
   return y;
 }
 
@@ -145,7 +147,7 @@ NDArray one_hot(const NDArray& labels, std::int64_t depth, DType dtype) {
   }
   Shape column = labels.shape();
   column.push_back(1);
-  const auto paused = autograd::pause(autograd::is_training());
+  const detail::RecordingPaused paused;
   // Through float64: exact for every index an array can have.
   const NDArray classes = nd::arange(0, static_cast<double>(depth), 1, float64, labels.device());
   NDArray hits = nd::equal(labels.reshape(column).astype(float64), classes);
@@ -156,14 +158,13 @@ NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels) {
   const char* op = "softmax_cross_entropy";
   check_classification(op, logits, labels);
   Engine& engine = logits.engine();
-  const bool record = autograd::detail::should_record({&logits});
+  const bool record = detail::gradient_wanted({&logits});
   const std::int64_t rows = logits.shape()[0];
   NDArray loss;
-  NDArray probabilities;  // softmax(logits), what the rule needs
-  NDArray classes;        // the labels as dense int32
+  NDArray probabilities;               // softmax(logits), what the rule needs
+  NDArray classes;                     // the labels as dense int32
+  const detail::OpModesPaused paused;  // the dense copies are the op's own business
   {
-    const auto paused = autograd::pause(autograd::is_training());
-    const detail::TracePause trace_paused;
     const NDArray x = dense(logits);
     // The kernels take int32 labels. An int64 label outside int32's range is outside
     // [0, classes) too and must stay so, not wrap onto a class: clamp before narrowing.
@@ -185,34 +186,38 @@ NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels) {
           k.softmax_cross_entropy_rows(s, v[0], v[1], v[2], v[3]);
         });
   }
+  if (!paused.any()) return loss;
+  detail::OpCall call = detail::OpCall::of(detail::OpForm::softmax_cross_entropy, op, logits, loss);
+  call.y = &labels;
+  detail::OpGradient gradient;
   if (record) {
-    autograd::detail::Saver save;
-    const NDArray saved_p = save(probabilities);
-    const NDArray saved_labels = save(classes);
-    autograd::detail::record_node(
-        op, {logits, labels}, {&loss}, save.take(),
-        [saved_p, saved_labels](const std::vector<NDArray>& g) {
-          const char* name = "softmax_cross_entropy_backward";
-          Engine& e = saved_p.engine();
-          NDArray dlogits =
-              detail::allocate_array(e, saved_p.shape(), saved_p.dtype(), saved_p.device(), name);
-          detail::push_view_op<4>(e, dlogits.device(), name,
-                                  {detail::lazy_view(saved_p), detail::lazy_view(saved_labels),
-                                   detail::lazy_view(g[0]), detail::lazy_view(dlogits)},
-                                  {saved_p.var(), saved_labels.var(), g[0].var()}, {dlogits.var()},
-                                  [](const ops::Kernels& k, Stream* s, const auto& v) {
-                                    k.softmax_cross_entropy_backward(s, v[0], v[1], v[2], v[3]);
-                                  });
-          return std::vector<NDArray>{dlogits, NDArray()};
-        });
+    gradient.inputs = {logits, labels};
+    gradient.saved = {probabilities, classes};
+    gradient.rule = [](const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+      const NDArray& saved_p = saved[0];
+      const NDArray& saved_labels = saved[1];
+      const char* name = "softmax_cross_entropy_backward";
+      Engine& e = saved_p.engine();
+      NDArray dlogits =
+          detail::allocate_array(e, saved_p.shape(), saved_p.dtype(), saved_p.device(), name);
+      detail::push_view_op<4>(e, dlogits.device(), name,
+                              {detail::lazy_view(saved_p), detail::lazy_view(saved_labels),
+                               detail::lazy_view(g[0]), detail::lazy_view(dlogits)},
+                              {saved_p.var(), saved_labels.var(), g[0].var()}, {dlogits.var()},
+                              [](const ops::Kernels& k, Stream* s, const auto& v) {
+                                k.softmax_cross_entropy_backward(s, v[0], v[1], v[2], v[3]);
+                              });
+      return std::vector<NDArray>{dlogits, NDArray()};
+    };
+    call.gradient = &gradient;
   }
-  if (auto* trace = detail::active_trace()) trace->softmax_cross_entropy(logits, labels, loss);
+  paused.report(call);
   return loss;
 }
 
 NDArray accuracy(const NDArray& logits, const NDArray& labels) {
   check_classification("accuracy", logits, labels);
-  const auto paused = autograd::pause(autograd::is_training());
+  const detail::RecordingPaused paused;
   const NDArray predicted = nd::argmax(logits, 1).astype(float32);
   return nd::mean(nd::equal(predicted, labels.astype(float32))).reshape(Shape());
 }
@@ -231,10 +236,10 @@ NDArray dropout_with(const NDArray& x, double p, random::Generator* generator) {
   if (!(p >= 0.0 && p < 1.0)) {
     throw Error("tandem: dropout: p must be in [0, 1), got " + std::to_string(p));
   }
-  if (!autograd::is_training() || p == 0.0) return x;
+  if (!detail::training() || p == 0.0) return x;
   NDArray mask;
   {
-    const auto paused = autograd::pause(true);
+    const detail::RecordingPaused paused;
     const NDArray u = random::uniform(
         x.shape(), {.dtype = x.dtype(), .device = x.device(), .generator = generator});
     mask = (u >= p) * (1.0 / (1.0 - p));
@@ -246,7 +251,7 @@ NDArray dropout_with(const NDArray& x, double p, random::Generator* generator) {
 
 NDArray dropout(const NDArray& x, double p, std::uint64_t seed) {
   detail::check_defined("dropout", x);
-  if (!autograd::is_training() || p == 0.0) return dropout_with(x, p, nullptr);
+  if (!detail::training() || p == 0.0) return dropout_with(x, p, nullptr);
   random::Generator generator(seed, x.engine());
   return dropout_with(x, p, &generator);
 }
@@ -281,7 +286,7 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
   Shape per_channel;
   for (int axis = 0; axis < x.ndim(); ++axis) per_channel.push_back(axis == 1 ? channels : 1);
   const NDArray scale = gamma.reshape(per_channel), shift = beta.reshape(per_channel);
-  if (!autograd::is_training()) {
+  if (!detail::training()) {
     const NDArray inverse_std = 1.0 / nd::sqrt(running_var.reshape(per_channel) + eps);
     return (x - running_mean.reshape(per_channel)) * (inverse_std * scale) + shift;
   }
@@ -295,7 +300,7 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
   const NDArray variance = channel_mean(nd::square(centered));
   const NDArray y = centered * (scale / nd::sqrt(variance + eps)) + shift;
   {
-    const auto paused = autograd::pause(true);
+    const detail::RecordingPaused paused;
     NDArray rm = running_mean.detach(), rv = running_var.detach();
     rm *= momentum;
     rm += mean.detach().reshape({channels}) * (1.0 - momentum);

@@ -4,13 +4,11 @@
 
 #include <string>
 
-#include "autograd/tape.h"
 #include "core/access.h"
 #include "core/checks.h"
+#include "core/modes.h"
 #include "core/view_op.h"
-#include "graph/op_trace.h"
 #include "tandem/errors.h"
-#include "tandem/nd/autograd.h"
 
 namespace tandem::nd {
 
@@ -65,26 +63,26 @@ NDArray dense(const NDArray& array) {
   return array.is_contiguous() ? array : array.copy();
 }
 
-// The pooling node: max pooling saves x (to find each window's maximum again), average
+// The pooling rule: max pooling saves x (to find each window's maximum again), average
 // pooling only x's shape.
-void record_pool(const char* op, bool max, const NDArray& x, const Pool2dOptions& options,
-                 NDArray& out) {
-  autograd::detail::Saver save;
-  const NDArray saved_x = max ? save(x) : NDArray();
-  autograd::detail::record_node(
-      op, {x}, {&out}, save.take(), [=, shape = x.shape()](const std::vector<NDArray>& g) {
-        return std::vector<NDArray>{max ? max_pool2d_backward(g[0], saved_x, options)
-                                        : avg_pool2d_backward(g[0], shape, options)};
-      });
+detail::OpGradient pool_gradient(bool max, const NDArray& x, const Pool2dOptions& options) {
+  detail::OpGradient gradient;
+  gradient.inputs = {x};
+  gradient.saved = {max ? x : NDArray()};
+  gradient.rule = [=, shape = x.shape()](const std::vector<NDArray>& g,
+                                         const std::vector<NDArray>& saved) {
+    return std::vector<NDArray>{max ? max_pool2d_backward(g[0], saved[0], options)
+                                    : avg_pool2d_backward(g[0], shape, options)};
+  };
+  return gradient;
 }
 
 NDArray pool_forward(const char* op, bool max, const NDArray& x, const Pool2dOptions& options) {
   detail::check_defined(op, x);
   detail::check_floating(op, x.dtype());
   const Pool2dGeometry g = geometry(op, x.shape(), options);
-  const bool record = autograd::detail::should_record({&x});
-  const auto paused = autograd::pause(autograd::is_training());  // the dense copy: no node
-  const detail::TracePause trace_paused;
+  const bool record = detail::gradient_wanted({&x});
+  const detail::OpModesPaused paused;  // the dense copy: no node
   NDArray out = detail::allocate_array(x.engine(), output_shape(g), x.dtype(), x.device(), op);
   const NDArray dx = dense(x);
   detail::push_view_op<2>(x.engine(), out.device(), op,
@@ -92,8 +90,14 @@ NDArray pool_forward(const char* op, bool max, const NDArray& x, const Pool2dOpt
                           [g, max](const ops::Kernels& k, Stream* s, const auto& v) {
                             (max ? k.max_pool2d : k.avg_pool2d)(s, v[0], v[1], g);
                           });
-  if (record) record_pool(op, max, x, options, out);
-  if (auto* trace = trace_paused.trace()) trace->pool(op, x, options, out);
+  if (paused.any()) {
+    detail::OpCall call = detail::OpCall::of(detail::OpForm::pool, op, x, out);
+    call.pool = &options;
+    const detail::OpGradient gradient =
+        record ? pool_gradient(max, x, options) : detail::OpGradient{};
+    if (record) call.gradient = &gradient;
+    paused.report(call);
+  }
   return out;
 }
 

@@ -12,7 +12,7 @@
 #include "core/generator_registry.h"
 #include "core/kernels.h"
 #include "core/lazy_view.h"
-#include "graph/op_trace.h"
+#include "core/modes.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
 #include "tandem/ops/philox.h"
@@ -157,11 +157,10 @@ NDArray draw(const char* op, Distribution distribution, const Shape& shape, doub
     throw Error(std::string("tandem: ") + op +
                 ": the generator belongs to another engine than the current one");
   }
-  if (auto* trace = nd::detail::active_trace()) {
-    trace->refuse(op,
-                  "a random draw would be saved as a constant (export in predict mode, where "
-                  "dropout draws nothing)");
-  }
+  if (nd::detail::ops_observed())
+    nd::detail::note_opaque_op(op,
+                               "a random draw would be saved as a constant (export in predict "
+                               "mode, where dropout draws nothing)");
   NDArray out = nd::detail::allocate_array(engine, shape, dtype, device, op);
   push_draw(engine, op, distribution, source.state().stream, source.var(), out, a, b);
   return out;

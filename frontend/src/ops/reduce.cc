@@ -3,12 +3,11 @@
 
 #include <string>
 
-#include "autograd/record.h"
 #include "core/access.h"
 #include "core/checks.h"
+#include "core/modes.h"
 #include "core/op_dispatch.h"
 #include "core/op_push.h"
-#include "graph/op_trace.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
@@ -34,8 +33,8 @@ NDArray reduce_all(ReduceOp op, const NDArray& x) {
   NDArray out = detail::allocate_array(x.engine(), Shape{1}, ops::result_dtype(op, x.dtype()),
                                        x.device(), name);
   detail::push_reduce_all(op, x, out);
-  if (autograd::is_recording()) autograd::detail::record_reduce_all(op, x, out);
-  if (auto* trace = detail::active_trace()) trace->reduce(op, x, std::nullopt, false, out);
+  if (detail::ops_observed())
+    detail::report_op(detail::OpCall::reduce(op, x, std::nullopt, false, out));
   return out;
 }
 
@@ -50,8 +49,7 @@ NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
   NDArray out = detail::allocate_array(x.engine(), keepdims ? kept : reduced,
                                        ops::result_dtype(op, x.dtype()), x.device(), name);
   detail::push_reduce_axis(op, x, axis, out);
-  if (autograd::is_recording()) autograd::detail::record_reduce_axis(op, x, axis, out);
-  if (auto* trace = detail::active_trace()) trace->reduce(op, x, axis, keepdims, out);
+  if (detail::ops_observed()) detail::report_op(detail::OpCall::reduce(op, x, axis, keepdims, out));
   return out;
 }
 
