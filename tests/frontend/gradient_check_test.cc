@@ -278,6 +278,17 @@ std::vector<Case> all_cases(std::mt19937_64& rng) {
         return nd::max_pool2d(nd::relu(nd::conv2d(x[0], x[1], x[2], {.padding = 1})),
                               {.kernel = 2});
       });
+  // The array ops of issue 25: clip away from its bounds, stack and split along inner axes.
+  add("clip", {spread_input(Shape{3, 4}, rng)},
+      [](const Inputs& x) { return nd::clip(x[0], -0.5, 0.5); });
+  add("stack", {random_input(Shape{2, 3}, rng), random_input(Shape{2, 3}, rng)},
+      [](const Inputs& x) {
+        return nd::stack({x[0], x[1] * x[1]}, 1);
+      });
+  add("split", {random_input(Shape{4, 6}, rng)}, [](const Inputs& x) {
+    const std::vector<NDArray> parts = nd::split(x[0], 3, 1);
+    return parts[0] * parts[2] + parts[1];
+  });
   // A small network: dense, relu, dense, cross entropy.
   add("mlp",
       {random_input(Shape{4, 3}, rng), random_input(Shape{3, 5}, rng), random_input(Shape{5}, rng),

@@ -103,6 +103,16 @@ NDArray maximum(const NDArray& a, double b) {
 NDArray minimum(const NDArray& a, double b) {
   return binary_scalar(BinaryOp::minimum, a, b, false);
 }
+
+NDArray clip(const NDArray& x, double lo, double hi) {
+  detail::check_defined("clip", x);
+  if (!(lo <= hi)) {
+    throw Error("tandem: clip: the lower bound " + std::to_string(lo) +
+                " must not exceed the upper bound " + std::to_string(hi) + " (array of shape " +
+                x.shape().to_string() + ")");
+  }
+  return minimum(maximum(x, lo), hi);
+}
 NDArray power(const NDArray& a, double b) {
   return binary_scalar(BinaryOp::power, a, b, false);
 }

@@ -27,6 +27,9 @@ NDArray minimum(const NDArray& a, const NDArray& b);
 NDArray power(const NDArray& a, const NDArray& b);
 NDArray maximum(const NDArray& a, double b);
 NDArray minimum(const NDArray& a, double b);
+// Each element bounded to [lo, hi]: minimum(maximum(x, lo), hi), with that gradient (1 inside
+// the bounds and on them, 0 outside). tandem::Error when lo > hi.
+NDArray clip(const NDArray& x, double lo, double hi);
 NDArray power(const NDArray& a, double b);
 NDArray equal(const NDArray& a, const NDArray& b);
 NDArray not_equal(const NDArray& a, const NDArray& b);
