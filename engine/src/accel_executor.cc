@@ -3,7 +3,7 @@
 #include <exception>
 #include <utility>
 
-#include "logging.h"
+#include "base/logging.h"
 
 namespace tandem::detail {
 

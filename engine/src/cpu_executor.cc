@@ -4,9 +4,9 @@
 #include <atomic>
 #include <mutex>
 
+#include "base/fast_tls.h"
+#include "base/spin_lock.h"
 #include "engine_core.h"
-#include "fast_tls.h"
-#include "spin_lock.h"
 
 namespace tandem::detail {
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/logging.h"
 #include "engine_core.h"
-#include "logging.h"
 #include "profiler/profiler_recorder.h"
 #include "tandem/errors.h"
 

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "base/logging.h"
 #include "capture/auto_capture_state.h"
 #include "capture/captured_graph.h"
 #include "capture/graph_recorder.h"
 #include "engine_core.h"
-#include "logging.h"
 #include "naive_engine.h"
 #include "tandem/profiler.h"
 #include "threaded_engine.h"

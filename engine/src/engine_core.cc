@@ -5,8 +5,8 @@
 #include <functional>
 #include <string>
 
-#include "fast_tls.h"
-#include "logging.h"
+#include "base/fast_tls.h"
+#include "base/logging.h"
 #include "profiler/profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/inside_op.h"

@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/fast_tls.h"
+#include "base/logging.h"
 #include "device_work.h"
 #include "error_record.h"
-#include "fast_tls.h"
-#include "logging.h"
 #include "tandem/engine.h"
 #include "var_state.h"
 

@@ -3,7 +3,7 @@
 #include <exception>
 #include <thread>
 
-#include "logging.h"
+#include "base/logging.h"
 #include "profiler/profiler_recorder.h"
 #include "tandem/accel/accelerator.h"
 #include "wake_signal.h"

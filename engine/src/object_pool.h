@@ -19,8 +19,8 @@
 #include <mutex>
 #include <vector>
 
-#include "assertions.h"
-#include "fast_tls.h"
+#include "base/assertions.h"
+#include "base/fast_tls.h"
 
 namespace tandem::detail {
 

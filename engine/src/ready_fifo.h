@@ -18,7 +18,7 @@
 #include <atomic>
 #include <mutex>
 
-#include "spin_lock.h"
+#include "base/spin_lock.h"
 #include "tandem/detail/op_record.h"
 
 namespace tandem::detail {

@@ -5,9 +5,9 @@
 #include <thread>
 #include <vector>
 
-#include "assertions.h"
-#include "fast_tls.h"
-#include "logging.h"
+#include "base/assertions.h"
+#include "base/fast_tls.h"
+#include "base/logging.h"
 #include "profiler/profiler_recorder.h"
 #include "wake_signal.h"
 

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "accel_executor.h"
+#include "base/device_table.h"
 #include "cpu_executor.h"
-#include "device_table.h"
 #include "engine_core.h"
 #include "fence_waiter.h"
 

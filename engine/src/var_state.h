@@ -23,10 +23,10 @@
 #include <atomic>
 #include <cstdint>
 
-#include "assertions.h"
+#include "base/assertions.h"
+#include "base/spin_lock.h"
 #include "device_work.h"
 #include "error_record.h"
-#include "spin_lock.h"
 #include "tandem/detail/op_record.h"
 #include "var_owner.h"
 

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "assertions.h"
+#include "base/assertions.h"
 #include "var_state.h"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "logging.h"
+#include "base/logging.h"
 #include "test_support.h"
 
 namespace {

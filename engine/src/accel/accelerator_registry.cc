@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "accel/builtin_backends.h"
-#include "device_table.h"
+#include "base/device_table.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/accel/backend.h"
 #include "tandem/errors.h"

@@ -11,8 +11,8 @@
 #include <string>
 #include <utility>
 
-#include "../assertions.h"
-#include "../logging.h"
+#include "base/assertions.h"
+#include "base/logging.h"
 #include "tandem/launch_counters.h"
 
 namespace tandem {

@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/fast_tls.h"
 #include "captured_graph.h"
 #include "engine_core.h"
-#include "fast_tls.h"
 #include "tandem/auto_capture.h"
 
 namespace tandem::detail {

@@ -7,9 +7,9 @@
 #include <unordered_map>
 
 #include "auto_capture_state.h"
+#include "base/logging.h"
 #include "engine_core.h"
 #include "graph_recorder.h"
-#include "logging.h"
 #include "tandem/graph.h"
 
 namespace tandem::detail {

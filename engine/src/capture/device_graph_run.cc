@@ -5,7 +5,7 @@
 #include <exception>
 #include <string>
 
-#include "logging.h"
+#include "base/logging.h"
 #include "tandem/accel/stream.h"
 
 namespace tandem::detail {

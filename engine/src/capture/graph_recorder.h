@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/fast_tls.h"
 #include "captured_graph.h"
-#include "fast_tls.h"
 
 namespace tandem::detail {
 

@@ -26,10 +26,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/spin_lock.h"
 #include "captured_graph.h"
 #include "engine_core.h"
 #include "profiler/profiler_recorder.h"
-#include "spin_lock.h"
 
 namespace tandem::detail {
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "base/logging.h"
 #include "cuda_check.h"
 #include "cuda_event.h"
 #include "cuda_factory.h"
 #include "cuda_memory.h"
 #include "cuda_stream.h"
-#include "logging.h"
 #include "tandem/accel/cuda.h"
 #include "tandem/accel/stream_set.h"
 #include "tandem/errors.h"

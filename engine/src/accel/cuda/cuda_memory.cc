@@ -2,8 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "base/logging.h"
 #include "cuda_check.h"
-#include "logging.h"
 
 namespace tandem::detail {
 

@@ -4,10 +4,10 @@
 #include <set>
 #include <utility>
 
+#include "base/logging.h"
 #include "cuda_check.h"
 #include "cuda_device_graph.h"
 #include "cuda_memory.h"
-#include "logging.h"
 #include "tandem/errors.h"
 
 namespace tandem::detail {
