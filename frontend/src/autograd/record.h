@@ -1,9 +1,6 @@
-// The hooks the front end's ops call after queuing their work: each records the op's node when
-// autograd::is_recording() and an input needs a gradient (the rules live in gradients_*.cc).
-//
-//   NDArray out = ...;                  // checks, allocation, push
-//   if (autograd::is_recording()) autograd::detail::record_unary(op, x, out);
-//   return out;
+// The rules of the op forms (core/modes.h's OpForm), one function per form: the record mode
+// (record_mode.cc) calls the one of each op's OpCall while recording, and each records the op's
+// node when an input needs a gradient (the rules live in gradients_*.cc).
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,8 @@
 // Cost when no mode is on (every op, every call): one thread-local load and a branch. The
 // core and the op files know the stack only: each mode lives in its own folder (autograd/
 // records gradients, graph/ traces for export and opens capture windows) and enters the stack
-// with a ModeScope, so no arrow runs from an op up to a mode.
+// with a scope (ModeScope, CaptureWindow, autograd's RecordScope), so no arrow runs from an op
+// up to a mode.
 //
 // The modes are kept in a fixed order (ModeKind's), whatever order they were entered in, so
 // every event reaches the export trace before autograd: an op a graph cannot hold is refused
@@ -240,7 +241,7 @@ Mode* set_mode(ModeKind kind, Mode* mode) noexcept;
 
 // Hides the modes that see ops from the ops a composite op is made of (its dense copies, its
 // steps); the capture window stays on. report() then tells the hidden modes about the
-// composite op itself, and gradient_wanted() asks them.
+// composite op itself (ask gradient_wanted() before hiding them).
 class OpModesPaused {
  public:
   OpModesPaused();
