@@ -48,6 +48,17 @@ __global__ void arange_kernel(double start, double step, T* out, StridedIndexer<
   }
 }
 
+template <class T, class C>
+__global__ void where_kernel(const C* condition, const T* a, const T* b, T* out,
+                             StridedIndexer<4> indexer, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{blockDim.x} * gridDim.x) {
+    std::int64_t off[4];
+    indexer.offsets(i, off);
+    out[off[3]] = convert<double>(condition[off[0]]) != 0.0 ? a[off[1]] : b[off[2]];
+  }
+}
+
 }  // namespace
 
 void copy(const ArrayView& in, const ArrayView& out, tandem::Stream& stream) {
@@ -87,6 +98,23 @@ void fill(const ArrayView& out, double value, tandem::Stream& stream) {
     fill_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(convert<T>(value), out.typed<T>(),
                                                                   indexer, n);
     launch.launched();
+  });
+}
+
+void where(const ArrayView& condition, const ArrayView& a, const ArrayView& b, const ArrayView& out,
+           tandem::Stream& stream) {
+  const std::int64_t n = out.num_elements();
+  if (n == 0) return;
+  Launch launch(stream, "where");
+  const auto indexer =
+      make_indexer<4>(out.shape, {&condition.strides, &a.strides, &b.strides, &out.strides});
+  dispatch_dtype(out.dtype, [&]<class T>(T) {
+    dispatch_dtype(condition.dtype, [&]<class C>(C) {
+      where_kernel<T, C><<<grid_for(n), kThreads, 0, launch.stream()>>>(
+          condition.typed<const C>(), a.typed<const T>(), b.typed<const T>(), out.typed<T>(),
+          indexer, n);
+      launch.launched();
+    });
   });
 }
 

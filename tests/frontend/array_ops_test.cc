@@ -1,4 +1,4 @@
-// clip, stack and split: values on every test device, views and gradients, bad input. Their
+// clip, where, stack and split: values on every test device, views and gradients, bad input. Their
 // gradients are also checked against finite differences (gradient_check_test.cc) and their
 // export round trip in export_test.cc.
 #include "frontend_test_util.h"
@@ -41,6 +41,40 @@ TEST_SUITE("frontend.array_ops") {
       nd::sum(nd::clip(x, -1, 1) * 2.0).backward();
     }
     CHECK(values_of(x.grad()) == std::vector<double>{0, 2, 2, 0});
+  }
+
+  TEST_CASE("where picks a or b by the condition, with broadcasting, on every device") {
+    for (Device device : test_devices()) {
+      CAPTURE(to_string(device));
+      const NDArray x = nd::from_vector(std::vector<float>{-2, 0, 3, 4, -1, 9}, {2, 3}, device);
+      CHECK(values_of(nd::where(x > 0.0, x, -x)) == std::vector<double>{2, 0, 3, 4, 1, 9});
+      // The branch not taken never reaches the result: no NaN or -inf from log(x <= 0).
+      const std::vector<double> picked = values_of(nd::where(x > 0.0, nd::log(x), 0.0));
+      for (double v : picked) CHECK(std::isfinite(v));
+      // An integer condition of shape 3 broadcast along the rows, a row vector for b.
+      const NDArray c = nd::from_vector(std::vector<std::int32_t>{1, 0, 2}, {3}, device);
+      const NDArray b = nd::from_vector(std::vector<float>{10, 20, 30}, {3}, device);
+      const NDArray y = nd::where(c, x, b);
+      CHECK(y.shape() == Shape{2, 3});
+      CHECK(y.dtype() == nd::float32);
+      CHECK(values_of(y) == std::vector<double>{-2, 20, 3, 4, 20, 9});
+      const NDArray n = nd::from_vector(std::vector<std::int64_t>{5, -5}, {2}, device);
+      CHECK(values_of(nd::where(n > 0.0, n, n * 2.0)) == std::vector<double>{5, -10});
+    }
+  }
+
+  TEST_CASE("where's gradient goes to the branch each element took, summed over broadcasts") {
+    NDArray a = nd::from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2});
+    NDArray b = nd::from_vector(std::vector<double>{5, 6}, {2});
+    a.attach_grad();
+    b.attach_grad();
+    const NDArray c = nd::from_vector(std::vector<double>{1, 0, 0, 0}, {2, 2});
+    {
+      auto recording = autograd::record();
+      nd::sum(nd::where(c, a, b) * 3.0).backward();
+    }
+    CHECK(values_of(a.grad()) == std::vector<double>{3, 0, 0, 0});
+    CHECK(values_of(b.grad()) == std::vector<double>{3, 6});
   }
 
   TEST_CASE("stack joins equal shapes along a new axis on every device") {
@@ -98,6 +132,13 @@ TEST_SUITE("frontend.array_ops") {
   TEST_CASE("bad input to clip, stack and split is named in the error") {
     check_error([] { nd::clip(nd::ones({2}), 3, 1); }, {"clip", "3", "1"});
     check_error([] { nd::clip(NDArray(), 0, 1); }, {"clip"});
+    check_error([] { nd::where(nd::ones({2}), nd::ones({2}), nd::ones({2}, nd::float64)); },
+                {"where", "float32", "float64"});
+    check_error([] { nd::where(nd::ones({2}), nd::ones({3}), nd::ones({3})); },
+                {"where", "2", "3"});
+    check_error([] { nd::where(nd::ones({2}), nd::ones({2}), nd::ones({2}, nd::float32, sim(0))); },
+                {"where", "cpu(0)", "sim(0)"});
+    check_error([] { nd::where(NDArray(), nd::ones({2}), 0.0); }, {"where"});
     check_error([] { nd::stack({}); }, {"stack", "at least one"});
     check_error(
         [] {

@@ -213,11 +213,12 @@ TEST_SUITE("frontend.export") {
     }
   }
 
-  TEST_CASE("clip, stack and split export and load back with their outputs, on every device") {
+  TEST_CASE("clip, where, stack and split export and load back with their outputs, everywhere") {
     for (Device device : test_devices()) {
       CAPTURE(to_string(device));
       FunctionBlock net([](const NDArray& x) {
-        const std::vector<NDArray> halves = nd::split(nd::clip(x, -0.5, 0.5), 2, 1);
+        const NDArray leaky = nd::where(x > 0.0, x, x * 0.1);
+        const std::vector<NDArray> halves = nd::split(nd::clip(leaky, -0.5, 0.5), 2, 1);
         return nd::stack({halves[0], halves[1] * 2.0}, -1);
       });
       check_round_trip(net, random_input({3, 4}, device, 34), {random_input({5, 4}, device, 35)});

@@ -281,6 +281,10 @@ std::vector<Case> all_cases(std::mt19937_64& rng) {
   // The array ops of issue 25: clip away from its bounds, stack and split along inner axes.
   add("clip", {spread_input(Shape{3, 4}, rng)},
       [](const Inputs& x) { return nd::clip(x[0], -0.5, 0.5); });
+  add("where",
+      {Input{Host{Shape{2, 3}, {1, 0, 0, 1, 1, 0}}, false}, random_input(Shape{2, 3}, rng),
+       random_input(Shape{3}, rng)},
+      [](const Inputs& x) { return nd::where(x[0], x[1] * x[1], x[2]); });
   add("stack", {random_input(Shape{2, 3}, rng), random_input(Shape{2, 3}, rng)},
       [](const Inputs& x) {
         return nd::stack({x[0], x[1] * x[1]}, 1);

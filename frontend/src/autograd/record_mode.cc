@@ -67,6 +67,7 @@ class RecordMode final : public nd::detail::Mode {
       case OpForm::pool:
       case OpForm::softmax:
       case OpForm::softmax_cross_entropy:
+      case OpForm::where:
         return;
     }
   }

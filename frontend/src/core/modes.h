@@ -76,6 +76,7 @@ enum class OpForm : std::uint8_t {
   pool,                   // name, x, pool
   softmax,                // name (softmax, log_softmax), x, axis
   softmax_cross_entropy,  // x = logits, y = labels
+  where,                  // x = condition, y = a, z = b
 };
 
 // One op's call as the modes see it: its form, its inputs and output, and its attributes.

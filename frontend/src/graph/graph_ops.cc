@@ -6,6 +6,7 @@
 #include "graph/graph_json.h"
 #include "tandem/errors.h"
 #include "tandem/nd/convolution.h"
+#include "tandem/nd/elementwise.h"
 #include "tandem/nd/join.h"
 #include "tandem/nd/linalg.h"
 #include "tandem/nd/network.h"
@@ -116,6 +117,8 @@ void add_network_ops(Table& table) {
   table["log_softmax"] = {1, [](const json& attrs, const std::vector<NDArray>& in) {
                             return log_softmax(in[0], attrs.at("axis").get<int>());
                           }};
+  table["where"] = {
+      3, [](const json&, const std::vector<NDArray>& in) { return where(in[0], in[1], in[2]); }};
   table["softmax_cross_entropy"] = {2, [](const json&, const std::vector<NDArray>& in) {
                                       return softmax_cross_entropy(in[0], in[1]);
                                     }};

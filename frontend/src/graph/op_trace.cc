@@ -209,6 +209,8 @@ void OpTrace::op(const OpCall& c) {
       return softmax(c.name, *c.x, *c.axis, *c.out);
     case OpForm::softmax_cross_entropy:
       return softmax_cross_entropy(*c.x, *c.y, *c.out);
+    case OpForm::where:
+      return where(*c.x, *c.y, *c.z, *c.out);
   }
 }
 
@@ -219,6 +221,11 @@ void OpTrace::in_place_write(const char* op, const NDArray& /*target*/, const ND
 
 void OpTrace::opaque_op(const std::string& op, const std::string& why) {
   refuse(op, why);
+}
+
+void OpTrace::where(const NDArray& condition, const NDArray& a, const NDArray& b,
+                    const NDArray& out) {
+  add_node(*graph_, "where", json::object(), {&condition, &a, &b}, out);
 }
 
 void OpTrace::refuse(const std::string& op, const std::string& why) const {

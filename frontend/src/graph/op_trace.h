@@ -63,6 +63,7 @@ class OpTrace final : public Mode {
   void pool(const char* op, const NDArray& x, const Pool2dOptions& options, const NDArray& out);
   void softmax(const char* op, const NDArray& x, int axis, const NDArray& out);
   void softmax_cross_entropy(const NDArray& logits, const NDArray& labels, const NDArray& out);
+  void where(const NDArray& condition, const NDArray& a, const NDArray& b, const NDArray& out);
 
   // Throws tandem::Error: `op` cannot be part of an exported graph, because `why`.
   [[noreturn]] void refuse(const std::string& op, const std::string& why) const;

@@ -8,7 +8,10 @@
 #include "core/elementwise_push.h"
 #include "core/modes.h"
 #include "core/op_dispatch.h"
+#include "core/view_op.h"
 #include "tandem/errors.h"
+#include "tandem/nd/creation.h"
+#include "tandem/nd/reduce.h"
 #include "tandem/ops/convert.h"
 
 namespace tandem::nd {
@@ -112,6 +115,61 @@ NDArray clip(const NDArray& x, double lo, double hi) {
                 x.shape().to_string() + ")");
   }
   return minimum(maximum(x, lo), hi);
+}
+
+namespace {
+
+// `gradient` summed over the axes along which an input of `shape` was broadcast to it.
+NDArray sum_to(const NDArray& gradient, const Shape& shape) {
+  NDArray g = gradient;
+  while (g.ndim() > shape.ndim()) g = sum(g, 0);
+  for (int axis = 0; axis < shape.ndim(); ++axis)
+    if (shape[axis] == 1 && g.shape()[axis] != 1) g = sum(g, axis, true);
+  return g.shape() == shape ? g : g.reshape(shape);
+}
+
+}  // namespace
+
+// One kernel (the where family of ops::Kernels) over the three inputs broadcast to the result;
+// its rule sends the output gradient to the branch each element took.
+NDArray where(const NDArray& condition, const NDArray& a, const NDArray& b) {
+  const char* op = "where";
+  Engine& engine = detail::check_same_place(op, {&condition, &a, &b});
+  detail::check_same_dtype(op, a, b);
+  const Shape shape =
+      ops::broadcast_shapes(ops::broadcast_shapes(condition.shape(), a.shape(), op), b.shape(), op);
+  const bool record = detail::gradient_wanted({&a, &b});
+  NDArray out = detail::allocate_array(engine, shape, a.dtype(), a.device(), op);
+  detail::push_view_op<4>(
+      engine, out.device(), op,
+      {detail::lazy_broadcast(condition, shape), detail::lazy_broadcast(a, shape),
+       detail::lazy_broadcast(b, shape), detail::lazy_view(out)},
+      {condition.var(), a.var(), b.var()}, {out.var()},
+      [](const ops::Kernels& k, Stream* s, const auto& v) { k.where(s, v[0], v[1], v[2], v[3]); });
+  if (detail::ops_observed()) {
+    detail::OpCall call = detail::OpCall::of(detail::OpForm::where, op, condition, out);
+    call.y = &a;
+    call.z = &b;
+    detail::OpGradient gradient;
+    if (record) {
+      gradient.inputs = {condition, a, b};
+      gradient.saved = {condition};
+      gradient.rule = [a_shape = a.shape(), b_shape = b.shape()](
+                          const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+        const NDArray zero = zeros(g[0].shape(), g[0].dtype(), g[0].device());
+        return std::vector<NDArray>{NDArray(), sum_to(where(saved[0], g[0], zero), a_shape),
+                                    sum_to(where(saved[0], zero, g[0]), b_shape)};
+      };
+      call.gradient = &gradient;
+    }
+    detail::report_op(call);
+  }
+  return out;
+}
+
+NDArray where(const NDArray& condition, const NDArray& a, double b) {
+  detail::check_defined("where", a);
+  return where(condition, a, full(Shape{1}, b, a.dtype(), a.device()));
 }
 NDArray power(const NDArray& a, double b) {
   return binary_scalar(BinaryOp::power, a, b, false);

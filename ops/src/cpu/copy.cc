@@ -71,4 +71,30 @@ void arange(const ArrayView& out, double start, double step) {
   });
 }
 
+void where(const ArrayView& condition, const ArrayView& a, const ArrayView& b,
+           const ArrayView& out) {
+  const auto layout =
+      make_layout<4>(out.shape, {&condition.strides, &a.strides, &b.strides, &out.strides});
+  dispatch_dtype(out.dtype, [&]<class T>(T) {
+    dispatch_dtype(condition.dtype, [&]<class C>(C) {
+      const C* pc = condition.typed<const C>();
+      const T* pa = a.typed<const T>();
+      const T* pb = b.typed<const T>();
+      T* po = out.typed<T>();
+      const std::int64_t sc = layout.inner_stride(0), sa = layout.inner_stride(1),
+                         sb = layout.inner_stride(2), so = layout.inner_stride(3);
+      parallel_blocks(layout.num_elements(), kElementwiseBlock,
+                      [&](std::int64_t, std::int64_t begin, std::int64_t end) {
+                        for_each_run(layout, begin, end, [&](const auto& off, std::int64_t n) {
+                          for (std::int64_t i = 0; i < n; ++i) {
+                            po[off[3] + i * so] = convert<double>(pc[off[0] + i * sc]) != 0.0
+                                                      ? pa[off[1] + i * sa]
+                                                      : pb[off[2] + i * sb];
+                          }
+                        });
+                      });
+    });
+  });
+}
+
 }  // namespace tandem::ops::cpu

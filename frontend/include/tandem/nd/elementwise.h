@@ -1,4 +1,4 @@
-// Element-wise arithmetic with NumPy broadcasting.
+// Element-wise arithmetic with NumPy broadcasting, clip and where.
 //
 //   auto x = nd::ones({2, 3});
 //   auto b = nd::arange(3);                 // shape 3, broadcast along the rows
@@ -30,6 +30,12 @@ NDArray minimum(const NDArray& a, double b);
 // Each element bounded to [lo, hi]: minimum(maximum(x, lo), hi), with that gradient (1 inside
 // the bounds and on them, 0 outside). tandem::Error when lo > hi.
 NDArray clip(const NDArray& x, double lo, double hi);
+// a where condition is nonzero, else b: condition, a and b broadcast together; a and b share
+// dtype (the result's), condition may have any dtype; all on one device. Differentiable in a
+// and b (the gradient goes to the branch taken), exportable; values of the branch not taken
+// never reach the result (where(x > 0, log(x), 0) has no NaN).
+NDArray where(const NDArray& condition, const NDArray& a, const NDArray& b);
+NDArray where(const NDArray& condition, const NDArray& a, double b);
 NDArray power(const NDArray& a, double b);
 NDArray equal(const NDArray& a, const NDArray& b);
 NDArray not_equal(const NDArray& a, const NDArray& b);

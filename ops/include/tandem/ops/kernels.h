@@ -77,6 +77,11 @@ namespace tandem::ops {
     pass_cost(out, 1, 0.0), void(), one_launch(out))                                               \
   X(void, arange, (const ArrayView& out, double start, double step), (out, start, step),           \
     "arange", pass_cost(out, 1, 1.0), void(), one_launch(out))                                     \
+  /* Select: out = condition != 0 ? a : b, element by element; every view has out's shape */       \
+  /* (stride 0 where broadcast); a, b and out share one dtype, condition has any dtype. */          \
+  X(void, where,                                                                                   \
+    (const ArrayView& condition, const ArrayView& a, const ArrayView& b, const ArrayView& out),    \
+    (condition, a, b, out), "where", pass_cost(out, 4, 1.0), void(), one_launch(out))              \
   /* Reductions (reduce_ops.h) of the whole array into one element, or along one axis. */          \
   X(void, reduce_all, (ReduceOp op, const ArrayView& in, const ArrayView& out), (op, in, out),     \
     op_name(op), pass_cost(in, 1, 1.0), void(), reduce_launches(1))                                \

@@ -13,5 +13,8 @@ void copy(const ArrayView& in, const ArrayView& out);
 void fill(const ArrayView& out, double value);
 // out[i] = start + i * step, for the row-major index i of each element of `out`.
 void arange(const ArrayView& out, double start, double step);
+// out = condition != 0 ? a : b per element (views of out's shape; a, b, out of one dtype).
+void where(const ArrayView& condition, const ArrayView& a, const ArrayView& b,
+           const ArrayView& out);
 
 }  // namespace tandem::ops::cpu

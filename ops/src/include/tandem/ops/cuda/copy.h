@@ -19,5 +19,7 @@ void copy(const ArrayView& in, const ArrayView& out, tandem::Stream& stream);
 void fill(const ArrayView& out, double value, tandem::Stream& stream);
 // out[i] = start + i * step, for the row-major index i of each element of `out`.
 void arange(const ArrayView& out, double start, double step, tandem::Stream& stream);
+void where(const ArrayView& condition, const ArrayView& a, const ArrayView& b, const ArrayView& out,
+           tandem::Stream& stream);
 
 }  // namespace tandem::ops::cuda
