@@ -52,6 +52,7 @@ step_libraries() {
   }
   echo "machine: $(ldd --version | sed -n 1p); the bundle needs $(manifest_value needs_glibc)"
   echo "machine cuBLAS: $cuda_lib_where"
+  echo "machine cuDNN: $cudnn_lib_where"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   local program listing status=0
   for program in "$bin"/*; do
@@ -170,12 +171,13 @@ step_bench_overlap() {
 
 # bench_gpu (bench/gpu: the workloads of issue 22 on gpu(0)) and its PyTorch peer, with the
 # machine's own torch when python3 imports it (never installed): bench/results/gpu.json, its
-# provenance and the regenerated docs/benchmarks.md.
+# provenance and the regenerated docs/benchmarks.md; profile/ holds one lenet_bn epoch on gpu(0),
+# eager and hybridized, under the profiler (trace, summary, timeline).
 step_bench_gpu() {
   local records=$repo/bench/results/gpu.json start=$SECONDS fresh
   fresh=$(mktemp)
   rm -f "$fresh"
-  "$bin/bench_gpu" ${quick_flag:+--quick} --out "$fresh" || return $?
+  "$bin/bench_gpu" ${quick_flag:+--quick} --profile "$results/profile" --out "$fresh" || return $?
   if [[ ! -s $fresh ]]; then
     echo "gpu-check: bench_gpu wrote no records (it found no CUDA device)" >&2
     return 1

@@ -2,11 +2,14 @@
 // digits-sized data, on cuda(0) and on tandem's own cpu, and the SGD step of a 64-256-128-10 MLP
 // at batch 32, eager and hybridized (CUDA Graphs).
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 
 #include "measure.h"
 #include "models.h"
+#include "tandem/profiler.h"
 
 namespace tandem::bench::gpu {
 
@@ -18,12 +21,17 @@ namespace nn = tandem::nn;
 // does not depend on them, and the GPU machine need not have the data set).
 constexpr std::int64_t kSamples = 1437;
 
-double lenet_epoch_seconds(Device device, int epochs) {
+// One epoch's seconds (the mean of `epochs` after a warm-up epoch). With `profile_dir`, the timed
+// epochs run under the profiler and its trace, summary and timeline are written there as
+// lenet_epoch_<label>.{json,txt,svg}.
+double lenet_epoch_seconds(Device device, int epochs, bool hybridized,
+                           const std::string& profile_dir = {}, const std::string& label = {}) {
   nd::random::seed(1);
   const nd::NDArray images = nd::random::uniform({kSamples, 8, 8});
   const nd::NDArray labels = nd::random::uniform(0, 10, {kSamples}).astype(nd::int32);
   auto net = examples::make_model("lenet_bn");
   net->initialize(nn::Xavier(), {device});
+  if (hybridized) net->hybridize();
   nn::Trainer trainer(net->collect_params(), nn::SGD(0.1));
   data::DataLoader loader(images, labels,
                           {.batch_size = 64, .shuffle = true, .seed = 1, .device = device});
@@ -38,12 +46,30 @@ double lenet_epoch_seconds(Device device, int epochs) {
       trainer.step(batch.data.shape()[0]);
     }
   };
-  epoch();  // warm-up: parameters, pools, kernels
+  epoch();  // warm-up: parameters, pools, kernels, the hybridized graphs
   nd::waitall();
+  if (!profile_dir.empty()) {
+    profiler::clear();
+    profiler::start();
+  }
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < epochs; ++i) epoch();
   nd::waitall();
-  return seconds_since(start) / epochs;
+  const double seconds = seconds_since(start) / epochs;
+  if (!profile_dir.empty()) {
+    profiler::stop();
+    const std::vector<profiler::OpEvent> events = profiler::events();
+    const std::string stem = profile_dir + "/lenet_epoch_" + label;
+    profiler::dump(stem + ".json");
+    std::ofstream(stem + ".txt") << "one epoch of lenet_bn, batch 64, on " << device_name(device)
+                                 << (hybridized ? ", hybridized" : ", eager") << ": " << seconds
+                                 << " s\n\n"
+                                 << profiler::summary(events);
+    std::ofstream(stem + ".svg") << profiler::timeline_svg(events);
+    std::printf("  profile of one epoch (%s) written to %s.{json,txt,svg}\n", label.c_str(),
+                stem.c_str());
+  }
+  return seconds;
 }
 
 double mlp_step_us(bool hybridized, int steps) {
@@ -76,6 +102,12 @@ double mlp_step_us(bool hybridized, int steps) {
 
 }  // namespace
 
+void profile_training(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  lenet_epoch_seconds(target().device, 1, false, dir, "eager");
+  lenet_epoch_seconds(target().device, 1, true, dir, "hybridized");
+}
+
 void run_training(bool quick, Records& records) {
   auto add = [&](const std::string& workload, const char* system, double value, const char* unit,
                  const std::string& detail) {
@@ -86,9 +118,13 @@ void run_training(bool quick, Records& records) {
   const std::string lenet = "lenet_bn, batch 64, 1437 8x8 images, SGD";
   const int epochs = quick ? 1 : 3;
   add("lenet_bn_epoch", "tandem",
-      median_of_rounds([&] { return lenet_epoch_seconds(target().device, epochs); }), "s", lenet);
+      median_of_rounds([&] { return lenet_epoch_seconds(target().device, epochs, false); }), "s",
+      lenet);
+  add("lenet_bn_epoch_hybridized", "tandem",
+      median_of_rounds([&] { return lenet_epoch_seconds(target().device, epochs, true); }), "s",
+      lenet + ", hybridized");
   add("lenet_bn_epoch", "tandem_cpu",
-      median_of_rounds([&] { return lenet_epoch_seconds(cpu(), epochs); }), "s",
+      median_of_rounds([&] { return lenet_epoch_seconds(cpu(), epochs, false); }), "s",
       lenet + ", on tandem's cpu");
   const int steps = static_cast<int>(sized(quick ? 200 : 1000, 20));
   const std::string mlp = "MLP 64-256-128-10, batch 32, softmax cross-entropy, SGD";
