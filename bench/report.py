@@ -637,7 +637,9 @@ def render_device_graphs(records):
 
 # The PyTorch eager workload a hybridized tandem workload is compared with.
 GPU_EAGER_PEER_OF = {"lenet_bn_epoch_hybridized": "lenet_bn_epoch",
-                     "mlp_step_hybridized": "mlp_step_eager"}
+                     "lenet_bn_epoch_whole_step": "lenet_bn_epoch",
+                     "mlp_step_hybridized": "mlp_step_eager",
+                     "mlp_step_whole": "mlp_step_eager"}
 
 
 def render_gpu(records, meta):
@@ -669,16 +671,18 @@ def render_gpu(records, meta):
         peer = index.get((workload, "pytorch")) or index.get(
             (GPU_EAGER_PEER_OF.get(workload, ""), "pytorch"))
         on_cpu = index.get((workload, "tandem_cpu"))
-        sample = ours or peer or on_cpu
+        jax = index.get((workload, "jax_jit"))
+        sample = ours or peer or on_cpu or jax
         ratio = "—"
         if ours and peer and ours["value"] and peer["value"]:
             ratio = fmt_ratio(ours["value"] / peer["value"] if sample.get("higher_is_better")
                               else peer["value"] / ours["value"])
         rows.append([workload, sample.get("detail", "—"), sample.get("unit", "—"),
                      fmt_cell((ours or {}).get("value")), fmt_cell((peer or {}).get("value")),
-                     ratio, fmt_cell((on_cpu or {}).get("value"))])
+                     ratio, fmt_cell((on_cpu or {}).get("value")),
+                     fmt_cell((jax or {}).get("value"))])
     lines += table(["workload", "what", "unit", "tandem", "PyTorch", "speed vs PyTorch",
-                    "tandem_cpu"], rows)
+                    "tandem_cpu", "JAX jit"], rows)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -192,6 +192,9 @@ step_bench_gpu() {
   # The peer records itself as skipped (and why) when torch is missing or sees no GPU.
   timeout 300 python3 "$repo/bench/gpu/torch_peer.py" --results "$records" ${quick_flag:+--quick} ||
     echo "gpu-check: the PyTorch peer failed (exit $?); tandem's records are kept"
+  # The JAX peer of the whole training step (the machine's own jax; skipped with its reason).
+  timeout 120 python3 "$repo/bench/gpu/jax_peer.py" --results "$records" ${quick_flag:+--quick} ||
+    echo "gpu-check: the JAX peer failed (exit $?); the other records are kept"
   cp "$records" "$results/bench-results/"
   record_bench_run gpu "$start" || return 1
   cp "$repo/bench/results/gpu.meta.json" "$results/bench-results/"

@@ -24,3 +24,4 @@
 #include "tandem/nn/pipeline_schedule.h"
 #include "tandem/nn/sequential.h"
 #include "tandem/nn/trainer.h"
+#include "tandem/nn/training_step.h"

@@ -82,6 +82,8 @@ class Trainer {
   void allreduce_grads();
   // The exchange of during_backward mode (null in at_step mode).
   const GradientExchange* exchange() const { return exchange_.get(); }
+  // Whether gradients are summed across processes (TrainerOptions::cross_process).
+  bool across_processes() const { return cross_process_ != nullptr; }
 
   Optimizer& optimizer() const { return *optimizer_; }
   double learning_rate() const { return optimizer_->learning_rate(); }
