@@ -125,6 +125,33 @@ TEST_SUITE("frontend.nn_models") {
     CHECK(lenet->hybrid_cache()->last_call_replayed());
   }
 
+  TEST_CASE("Block::to moves a network's parameters, values and all, and it trains there") {
+    if (device_count(DeviceKind::sim) < 2) return;
+    auto net = models::lenet(models::LeNetStyle::modern);
+    net->initialize(nn::Xavier());
+    const NDArray x = nd::random::uniform({2, 1, 28, 28});
+    const std::vector<double> on_cpu = (*net)(x).to_vector<double>();
+    net->hybridize();
+    (*net)(x);  // recorded on cpu: to() must forget it
+    net->to(sim(1));
+    for (const auto& [name, parameter] : net->collect_params()) {
+      CHECK(parameter->devices() == std::vector<Device>{sim(1)});
+    }
+    const NDArray y = (*net)(x.copyto(sim(1)));
+    CHECK(y.device() == sim(1));
+    CHECK(y.to_vector<double>() == on_cpu);
+    // Replicated for data parallelism: every copy holds the same values.
+    net->to({sim(0), sim(1)});
+    const nn::Parameter& weight = net->collect_params()["0.weight"];
+    CHECK(weight.data(sim(0)).to_vector<double>() == weight.data(sim(1)).to_vector<double>());
+    const auto [first, last] =
+        fit_one_batch(net->to(cpu()), x, nd::from_vector(std::vector<std::int32_t>{1, 2}), 0.1, 4);
+    CHECK(last < first);
+    check_error([&] { net->to(std::vector<Device>{}); }, {"to", "no device"});
+    check_error([&] { net->to({sim(0), sim(0)}); }, {"sim(0)", "twice"});
+    CHECK(weight.devices() == std::vector<Device>{cpu()});  // left as it was
+  }
+
   TEST_CASE("model constructors reject meaningless sizes with the value in the message") {
     check_error([] { models::resnet18(0); }, {"resnet18", "num_classes", "0"});
     check_error([] { models::lenet(models::LeNetStyle::modern, -2); },

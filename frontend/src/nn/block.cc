@@ -93,6 +93,17 @@ void Block::initialize(const Initializer& init, const std::vector<Device>& devic
   forget_recordings();
 }
 
+Block& Block::to(const std::vector<Device>& devices) {
+  const ParameterDict params = collect_params();
+  // Every parameter checks the same list, and makes its new copies before it drops the old
+  // ones: a bad list (empty, a device twice, one not present) throws at the first parameter
+  // and leaves the network as it was.
+  if (devices.empty()) throw Error("tandem: Block::to: no device given");
+  for (const ParameterDict::Entry& entry : params) entry.second->reset_devices(devices);
+  forget_recordings();
+  return *this;
+}
+
 void Block::cast(nd::DType dtype) {
   for (const ParameterDict::Entry& entry : collect_params()) entry.second->cast(dtype);
   forget_recordings();

@@ -106,6 +106,14 @@ class Block {
   // collect_params().initialize(...): Gluon's net.initialize(init, ctx).
   void initialize(const Initializer& init = Uniform(), const std::vector<Device>& devices = {cpu()},
                   bool force_reinit = false);
+  // Moves every parameter to `device` (Parameter::reset_devices: the values of each one's
+  // first copy, copied there; gradients zero), or replicates it on `devices` for data
+  // parallelism; forgets hybridize's recordings. Parameters not initialized yet will be made
+  // there. Returns *this, so that  net.to(tandem::sim(0))(x)  reads naturally.
+  //   net.to(tandem::sim(1));
+  //   net.to({tandem::sim(0), tandem::sim(1)});
+  Block& to(Device device) { return to(std::vector<Device>{device}); }
+  Block& to(const std::vector<Device>& devices);
   // Converts every parameter to `dtype` (e.g. float64 for gradient checks).
   void cast(nd::DType dtype);
 
