@@ -152,6 +152,39 @@ TEST_SUITE("frontend.nn_models") {
     CHECK(weight.devices() == std::vector<Device>{cpu()});  // left as it was
   }
 
+  TEST_CASE("Block::clone copies structure and values; the clone trains on its own") {
+    auto net = models::resnet18(10);
+    net->initialize(nn::Normal(0.01, 9));
+    const NDArray x = nd::random::uniform({2, 1, 12, 12});
+    const std::vector<double> original = (*net)(x).to_vector<double>();
+    std::shared_ptr<nn::Block> twin = net->clone();
+    CHECK((*twin)(x).to_vector<double>() == original);
+    CHECK(count_parameters(*twin).all == count_parameters(*net).all);
+    // Training the clone leaves the original as it was.
+    fit_one_batch(*twin, x, nd::from_vector(std::vector<std::int32_t>{1, 2}), 0.01, 2);
+    CHECK((*net)(x).to_vector<double>() == original);
+    CHECK((*twin)(x).to_vector<double>() != original);
+    // Every library layer clones, deferred shapes included (a clone before the first forward
+    // is uninitialized, and infers its shapes itself).
+    nn::Sequential mixed;
+    mixed.add(nn::Conv2D(4, 3, {.padding = 1})).add(nn::BatchNorm()).add(nn::Activation(nn::relu));
+    mixed.add(nn::MaxPool2D(2)).add(nn::AvgPool2D(1)).add(nn::Dropout(0.5, 1)).add(nn::Flatten());
+    mixed.add(nn::Dense(3, nn::tanh));
+    mixed.initialize(nn::Xavier());
+    const std::shared_ptr<nn::Block> early = mixed.clone();
+    const NDArray image = nd::random::uniform({2, 1, 6, 6});
+    const std::vector<double> expected = mixed(image).to_vector<double>();
+    CHECK(mixed.clone()->operator()(image).to_vector<double>() == expected);
+    CHECK_FALSE(early->collect_params()["0.weight"].initialized());
+    // A user block that does not say how to rebuild itself cannot be cloned.
+    struct Opaque : nn::Block {
+      NDArray forward(const NDArray& in) override { return in; }
+    };
+    nn::Sequential holder;
+    holder.add(Opaque());
+    check_error([&] { holder.clone(); }, {"clone", "clone_structure"});
+  }
+
   TEST_CASE("model constructors reject meaningless sizes with the value in the message") {
     check_error([] { models::resnet18(0); }, {"resnet18", "num_classes", "0"});
     check_error([] { models::lenet(models::LeNetStyle::modern, -2); },

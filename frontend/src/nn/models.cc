@@ -10,7 +10,8 @@
 
 namespace tandem::nn::models {
 
-Residual::Residual(std::int64_t channels, bool use_1x1conv, std::int64_t stride) {
+Residual::Residual(std::int64_t channels, bool use_1x1conv, std::int64_t stride)
+    : channels_(channels), stride_(stride) {
   if (channels < 1 || stride < 1) {
     throw Error("tandem: models::Residual: channels and stride must be >= 1, got channels " +
                 std::to_string(channels) + ", stride " + std::to_string(stride));
@@ -20,6 +21,10 @@ Residual::Residual(std::int64_t channels, bool use_1x1conv, std::int64_t stride)
   if (use_1x1conv) conv3_ = register_child("conv3", Conv2D(channels, 1, {.stride = stride}));
   bn1_ = register_child("bn1", BatchNorm());
   bn2_ = register_child("bn2", BatchNorm());
+}
+
+std::shared_ptr<Block> Residual::clone_structure() const {
+  return std::make_shared<Residual>(channels_, conv3_ != nullptr, stride_);
 }
 
 nd::NDArray Residual::forward(const nd::NDArray& x) {

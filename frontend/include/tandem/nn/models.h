@@ -28,8 +28,10 @@ class Residual : public Block {
  public:
   Residual(std::int64_t channels, bool use_1x1conv = false, std::int64_t stride = 1);
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
 
  private:
+  std::int64_t channels_, stride_;
   std::shared_ptr<Conv2D> conv1_, conv2_, conv3_;  // conv3_: null for the identity shortcut
   std::shared_ptr<BatchNorm> bn1_, bn2_;
 };
