@@ -406,6 +406,26 @@ TEST_SUITE("frontend.nn_tools") {
     CHECK(resumed == expected);
   }
 
+  TEST_CASE("loading a checkpoint saved before any update drops the optimizer state") {
+    ScratchDir dir;
+    const NDArray x = nd::ones({2, 8}, nd::float64);
+    const NDArray labels = nd::from_vector(std::vector<std::int32_t>{0, 1});
+    Subject fresh(4, 1);
+    fresh.net->save_parameters(dir.file("p"));
+    fresh.trainer->save_states(dir.file("s"));  // no update yet: no Adam moments
+    nd::random::seed(3);
+    fresh.step(x, labels);
+    const std::vector<double> expected = fresh.weights();
+    Subject trained(4, 1);
+    for (int step = 0; step < 3; ++step) trained.step(x, labels);  // moments of its own
+    trained.net->load_parameters(dir.file("p"));
+    trained.trainer->load_states(dir.file("s"));
+    CHECK(trained.trainer->steps() == 0);
+    nd::random::seed(3);
+    trained.step(x, labels);
+    CHECK(trained.weights() == expected);
+  }
+
   TEST_CASE("load_states rejects another optimizer, another network and missing files") {
     ScratchDir dir;
     Subject subject(4, 1);

@@ -128,9 +128,9 @@ void Trainer::load_states(const std::string& path) {
          std::string("the optimizer state does not fit this Trainer's parameters: ") + e.what());
   }
 
-  for (std::size_t s = 0; s < slots_.size(); ++s) {
-    if (!states[s].empty()) slots_[s].states = std::move(states[s]);
-  }
+  // A parameter the file has no state for had not been updated when it was saved: its state
+  // is dropped here and made afresh at its next update, as it was then.
+  for (std::size_t s = 0; s < slots_.size(); ++s) slots_[s].states = std::move(states[s]);
   steps_ = static_cast<long>(steps[0]);
   optimizer_->set_learning_rate(learning_rate);
   nd::random::default_generator().restore(
