@@ -120,7 +120,7 @@ run_resnet18() {
   cmake --build "$build" --target bench_resnet18 -j "$jobs" >&2 || return 1
   local binary=$build/bench/training/bench_resnet18 fresh=$results/.resnet18.json.new
   env TANDEM_SIM_DEVICES=4 TANDEM_SIM_GFLOPS="${RESNET18_SIM_GFLOPS:-1}" \
-    TANDEM_MAX_OPS_IN_FLIGHT=4096 "$binary" "${quick[@]}" --batch "${RESNET18_BATCH:-16}" --steps 3 \
+    TANDEM_MAX_OPS_IN_FLIGHT=16384 "$binary" "${quick[@]}" --batch "${RESNET18_BATCH:-16}" --steps 3 \
     --out "$fresh" || return 1
   mv "$fresh" "$results/resnet18.json"
   bash "$repo/bench/peer_jax.sh" "$repo/bench/training/jax_resnet18.py" "$results/resnet18.json" \

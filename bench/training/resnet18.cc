@@ -7,7 +7,8 @@
 //   {"workload": "resnet18_step", "system": "tandem", "device": "cpu(0)", "batch_size",
 //    "seconds_per_step" (median), "steps"}
 //   {"workload": "resnet18_data_parallel", "system": "tandem", "devices": 1 | 2 | 4,
-//    "batch_size" (global), "seconds_per_step" (median), "exchange_hidden", "sim_gflops"}
+//    "batch_size" (global), "seconds_per_step" (median), "exchange_hidden", "ops_per_step",
+//    "sim_gflops"}
 // The data-parallel rows run on sim devices (as many of 1, 2, 4 as are present; run.sh sets
 // TANDEM_SIM_DEVICES=4 and a sim compute rate slow enough that modelled device time dominates
 // the host's real work: docs/benchmarks.md, "ResNet-18"), with the Trainer's exchange during
@@ -40,6 +41,7 @@ double median(std::vector<double> values) {
 struct StepTimes {
   double seconds_per_step = 0;
   double exchange_hidden = 0;
+  std::uint64_t ops_per_step = 0;  // engine ops pushed by one step (all devices)
 };
 
 // Times `steps` steps of ResNet-18 with the global batch `batch` split over `devices` (each step
@@ -78,6 +80,7 @@ StepTimes time_steps(const std::vector<Device>& devices, std::int64_t batch, int
     windows.start();
   }
   std::vector<double> times;
+  const std::uint64_t pushed_before = tandem::Engine::get().stats().ops_pushed;
   for (int i = 0; i < steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
     step();
@@ -85,7 +88,9 @@ StepTimes time_steps(const std::vector<Device>& devices, std::int64_t batch, int
     times.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  StepTimes result{median(times), 0};
+  StepTimes result{median(times), 0,
+                   (tandem::Engine::get().stats().ops_pushed - pushed_before) /
+                       static_cast<std::uint64_t>(steps)};
   if (profile) {
     tandem::profiler::stop();
     result.exchange_hidden =
@@ -142,8 +147,9 @@ int main(int argc, char** argv) {
     const StepTimes dp = time_steps(devices, dp_batch, steps);
     std::printf(
         "resnet18_data_parallel %d sim device(s), batch %lld: %.3f s per step, "
-        "exchange hidden %.3f\n",
-        count, static_cast<long long>(dp_batch), dp.seconds_per_step, dp.exchange_hidden);
+        "exchange hidden %.3f, %llu ops per step\n",
+        count, static_cast<long long>(dp_batch), dp.seconds_per_step, dp.exchange_hidden,
+        static_cast<unsigned long long>(dp.ops_per_step));
     std::fflush(stdout);
     records.push_back({{"workload", "resnet18_data_parallel"},
                        {"system", "tandem"},
@@ -151,6 +157,7 @@ int main(int argc, char** argv) {
                        {"batch_size", dp_batch},
                        {"seconds_per_step", dp.seconds_per_step},
                        {"exchange_hidden", dp.exchange_hidden},
+                       {"ops_per_step", dp.ops_per_step},
                        {"sim_gflops", gflops != nullptr ? std::atof(gflops) : 1000.0},
                        {"steps", steps}});
   }
