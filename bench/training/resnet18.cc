@@ -2,6 +2,7 @@
 // softmax cross entropy), the network of the seeds' concise multi-device chapter (issue 25).
 //
 //   bench_resnet18 --out PATH.json [--quick] [--batch N] [--steps N] [--dp-batch N]
+//       [--trace PATH.json]   (a Chrome trace of the largest data-parallel run's steps)
 //
 // Records (a JSON list; bench/training/jax_resnet18.py adds the JAX peer's and the targets):
 //   {"workload": "resnet18_step", "system": "tandem", "device": "cpu(0)", "batch_size",
@@ -46,7 +47,8 @@ struct StepTimes {
 
 // Times `steps` steps of ResNet-18 with the global batch `batch` split over `devices` (each step
 // waited for: the median of the steps' times); profiles them when there are several devices.
-StepTimes time_steps(const std::vector<Device>& devices, std::int64_t batch, int steps) {
+StepTimes time_steps(const std::vector<Device>& devices, std::int64_t batch, int steps,
+                     const std::string& trace = {}) {
   nd::random::seed(1);
   auto net = nn::models::resnet18(10);
   net->initialize(nn::Normal(0.01), devices);
@@ -93,6 +95,7 @@ StepTimes time_steps(const std::vector<Device>& devices, std::int64_t batch, int
                        static_cast<std::uint64_t>(steps)};
   if (profile) {
     tandem::profiler::stop();
+    if (!trace.empty()) tandem::profiler::dump(trace);
     result.exchange_hidden =
         tandem::examples::exchange_overlap(tandem::profiler::events(), windows).hidden_fraction();
   }
@@ -102,7 +105,7 @@ StepTimes time_steps(const std::vector<Device>& devices, std::int64_t batch, int
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string out;
+  std::string out, trace;
   bool quick = false;
   std::int64_t batch = 16, dp_batch = 8;
   int steps = 5;
@@ -111,6 +114,8 @@ int main(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (flag == "--out" && has_value) {
       out = argv[++i];
+    } else if (flag == "--trace" && has_value) {
+      trace = argv[++i];  // the profiled steps of the largest data-parallel run
     } else if (flag == "--quick") {
       quick = true;
     } else if (flag == "--batch" && has_value) {
@@ -122,7 +127,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_resnet18 --out PATH.json [--quick] [--batch N] [--steps N] "
-                   "[--dp-batch N]\n");
+                   "[--dp-batch N] [--trace PATH.json]\n");
       return 2;
     }
   }
@@ -144,7 +149,9 @@ int main(int argc, char** argv) {
     if (tandem::device_count(tandem::DeviceKind::sim) < count) break;
     std::vector<Device> devices;
     for (int d = 0; d < count; ++d) devices.push_back(tandem::sim(d));
-    const StepTimes dp = time_steps(devices, dp_batch, steps);
+    const StepTimes dp = time_steps(
+        devices, dp_batch, steps,
+        count == std::min(4, tandem::device_count(tandem::DeviceKind::sim)) ? trace : "");
     std::printf(
         "resnet18_data_parallel %d sim device(s), batch %lld: %.3f s per step, "
         "exchange hidden %.3f, %llu ops per step\n",
