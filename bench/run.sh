@@ -111,6 +111,22 @@ build_suite() {
   echo "$binary"
 }
 
+# d2l's ResNet-18 (issue 25): bench_resnet18's step on cpu and data parallel on 1, 2 and 4 sim
+# devices, then its JAX peer and targets, into bench/results/resnet18.json. The sim devices
+# model a compute rate (RESNET18_SIM_GFLOPS, default 1) slow enough that their modelled time
+# dominates the real work the host's 2 cores do for all of them at once (docs/benchmarks.md,
+# "ResNet-18"). RESNET18_BATCH (default 16) is the cpu step's batch.
+run_resnet18() {
+  cmake --build "$build" --target bench_resnet18 -j "$jobs" >&2 || return 1
+  local binary=$build/bench/training/bench_resnet18 fresh=$results/.resnet18.json.new
+  env TANDEM_SIM_DEVICES=4 TANDEM_SIM_GFLOPS="${RESNET18_SIM_GFLOPS:-1}" \
+    TANDEM_MAX_OPS_IN_FLIGHT=16384 "$binary" "${quick[@]}" --batch "${RESNET18_BATCH:-16}" --steps 3 \
+    --out "$fresh" || return 1
+  mv "$fresh" "$results/resnet18.json"
+  bash "$repo/bench/peer_jax.sh" "$repo/bench/training/jax_resnet18.py" "$results/resnet18.json" \
+    "${quick[@]}" || echo "run.sh: the ResNet-18 JAX peer failed; tandem's records are kept" >&2
+}
+
 run_suite() {
   local name=$1 binary started
   started=$(date +%s)
@@ -141,6 +157,7 @@ run_suite() {
     bash "$repo/bench/peer_jax.sh" "$repo/bench/training/jax_peer.py" "$results/$name.json" \
       --digits "$repo/data/digits" "${quick[@]}" ||
       echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
+    run_resnet18 || echo "run.sh: the ResNet-18 runs failed; the other training records are kept" >&2
   elif [[ $name == gpu ]]; then
     # PyTorch on the same GPU, only the machine's own (it records itself skipped without one).
     python3 "$repo/bench/gpu/torch_peer.py" --results "$results/$name.json" "${quick[@]}" ||

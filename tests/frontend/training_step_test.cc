@@ -51,11 +51,13 @@ std::vector<Batch> batches(Device device, int count) {
 }
 
 // Losses of `steps` steps, eagerly or through a TrainingStep; `rate_change_at` >= 0 sets the
-// learning rate to 0.05 before that step.
+// learning rate to 0.05 before that step; `schedule` drives the rate instead when set.
 std::vector<double> train(Device device, bool replayed, int steps, int rate_change_at,
-                          std::vector<double>* weights) {
+                          std::vector<double>* weights,
+                          std::shared_ptr<const nn::LRScheduler> schedule = nullptr) {
   auto net = make_net({device});
   nn::Trainer trainer(net->collect_params(), nn::SGD(0.1, 0.9, 1e-4));
+  if (schedule) trainer.set_lr_scheduler(schedule);
   nn::TrainingStep step(*net, trainer, mean_cross_entropy);
   const std::vector<Batch> data = batches(device, 3);
   std::vector<double> losses;
@@ -64,7 +66,7 @@ std::vector<double> train(Device device, bool replayed, int steps, int rate_chan
     const Batch& batch = data[static_cast<std::size_t>(i) % data.size()];
     if (replayed) {
       losses.push_back(step(batch.data, batch.label, 8).copy().scalar<double>());
-      if (i >= 2 && i != rate_change_at && i != rate_change_at + 1) {
+      if (i >= 2 && i != rate_change_at && !schedule) {
         CHECK(step.last_call_replayed());
       }
     } else {
@@ -78,7 +80,8 @@ std::vector<double> train(Device device, bool replayed, int steps, int rate_chan
       losses.push_back(loss.scalar<double>());
     }
   }
-  if (replayed) {
+  CHECK(trainer.steps() == steps);  // replays count as steps too
+  if (replayed && !schedule) {
     CHECK(step.recordings() == (rate_change_at >= 0 ? 2u : 1u));
     CHECK(step.num_recorded_ops() > 0);
     CHECK(step.steps() == steps);
@@ -108,6 +111,16 @@ TEST_SUITE("frontend.training_step") {
     std::vector<double> eager_weights, replayed_weights;
     const std::vector<double> eager = train(sim(0), false, 8, 4, &eager_weights);
     const std::vector<double> replayed = train(sim(0), true, 8, 4, &replayed_weights);
+    CHECK(replayed == eager);
+    CHECK(replayed_weights == eager_weights);
+  }
+
+  TEST_CASE("a learning-rate schedule drives replayed steps as it drives eager ones") {
+    // The rate halves every 3 steps: each change records again, the steps between replay.
+    const auto schedule = std::make_shared<nn::FactorScheduler>(0.1, 3, 0.5);
+    std::vector<double> eager_weights, replayed_weights;
+    const std::vector<double> eager = train(sim(0), false, 10, -1, &eager_weights, schedule);
+    const std::vector<double> replayed = train(sim(0), true, 10, -1, &replayed_weights, schedule);
     CHECK(replayed == eager);
     CHECK(replayed_weights == eager_weights);
   }

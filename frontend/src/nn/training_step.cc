@@ -80,7 +80,7 @@ nd::NDArray TrainingStep::operator()(const nd::NDArray& data, const nd::NDArray&
   }
   // The host values a recording froze: the rate for every entry, the batch size per data shape
   // (the last batch of an epoch is a smaller shape with its own entry and batch size).
-  const double rate = trainer_.learning_rate();
+  const double rate = trainer_.next_learning_rate();
   const auto same_shape = [&](const auto& recorded) { return recorded.first == data.shape(); };
   const auto batch = std::find_if(recorded_batches_.begin(), recorded_batches_.end(), same_shape);
   if (cache_.num_entries() > 0 && (rate != recorded_rate_ || (batch != recorded_batches_.end() &&
@@ -100,9 +100,10 @@ nd::NDArray TrainingStep::operator()(const nd::NDArray& data, const nd::NDArray&
       },
       {data, label});
   if (cache_.num_entries() != entries_before) {
-    ++recordings_;
-  } else {
-    last_call_replayed_ = cache_.last_call_replayed();
+    ++recordings_;  // the recording ran Trainer::step's host code once
+  } else if (cache_.last_call_replayed()) {
+    last_call_replayed_ = true;
+    trainer_.count_replayed_step();
   }
   return outputs[0];
 }

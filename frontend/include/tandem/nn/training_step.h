@@ -24,14 +24,16 @@
 // What a replay reads at its time: the inputs (copied into the entry's static inputs), the
 // parameters, their gradients and the optimizer's state (the arrays, not copies). What it
 // froze at recording: host values. So:
-// - The learning rate and the batch size are checked at every call; when the rate changed, or
+// - The learning rate (Trainer::next_learning_rate) and the batch size are checked at every
+//   call; when the rate changed, or
 //   the batch size for a data shape recorded with another, the entries are dropped and the
 //   step is recorded again (a schedule that changes the rate every
 //   step therefore runs at recording speed: set it per epoch).
 // - The optimizer must not read the step count on the host (Optimizer::update_reads_step_count:
 //   Adam's bias correction does): such a Trainer is refused at construction.
-// - Trainer::steps() and Trainer::step's other host bookkeeping do not run at a replay;
-//   TrainingStep::steps() counts every call.
+// - At a replay the Trainer's host bookkeeping still runs (Trainer::count_replayed_step: steps()
+//   advances, a learning-rate schedule sets its rate), so checkpoints and schedules see every
+//   step; a schedule that changes the rate every step records every step (set it per epoch).
 // - The returned loss is the entry's static output: the next call overwrites it (ops pushed on
 //   it before keep their values). Keep a value with loss.copy().
 // Refused at construction (tandem::Error naming why): a Trainer that exchanges gradients during
