@@ -235,6 +235,8 @@ TEST_SUITE("frontend.devices") {
       CHECK_THROWS_WITH_AS(here * 2.0, doctest::Contains("astype(nd::float32)"), tandem::Error);
       CHECK_THROWS_WITH_AS(here.sum(), doctest::Contains("uint8"), tandem::Error);
       CHECK_THROWS_WITH_AS(nd::exp(here), doctest::Contains("uint8"), tandem::Error);
+      CHECK_THROWS_WITH_AS(nd::arange(0, 4, 1, nd::uint8, device),
+                           doctest::Contains("arange is not defined for uint8"), tandem::Error);
       CHECK_THROWS_WITH_AS(here + here.astype(nd::float32), doctest::Contains("dtype mismatch"),
                            tandem::Error);
     }
