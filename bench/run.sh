@@ -3,7 +3,9 @@
 #
 #   bench/run.sh engine --quick     # < 3 min on 2 cores, build included
 #   bench/run.sh engine             # the full run (~2 min on 2 quiet cores)
-#   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX
+#   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX,
+#                                   # and LeNet from scratch on Fashion-MNIST (seed 003, 8.4;
+#                                   # BENCH_SCRATCH_LIMIT=N: its first N images only)
 #   bench/run.sh multi_device --quick   # data, pipeline and model parallel on sim devices
 #   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized vs jax.jit forward calls
 #   bench/run.sh gpu [--quick]      # cuda(0) against PyTorch on the same GPU (the machine's own
@@ -158,6 +160,17 @@ run_suite() {
       --digits "$repo/data/digits" "${quick[@]}" ||
       echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
     run_resnet18 || echo "run.sh: the ResNet-18 runs failed; the other training records are kept" >&2
+    # LeNet from scratch on Fashion-MNIST (seed 003, 8.4): examples/multi_device_scratch on cpu,
+    # sim(0) and sim(0)+sim(1); BENCH_SCRATCH_LIMIT=N trains on the first N images only.
+    cmake -DTANDEM_BUILD_EXAMPLES=ON "$build" > /dev/null
+    if cmake --build "$build" --target multi_device_scratch -j "$jobs" >&2; then
+      python3 "$repo/bench/training/lenet_scratch.py" \
+        --binary "$build/examples/multi_device_scratch/multi_device_scratch" \
+        --results "$results/$name.json" ${BENCH_SCRATCH_LIMIT:+--limit "$BENCH_SCRATCH_LIMIT"} \
+        "${quick[@]}" || echo "run.sh: lenet_scratch failed; the other records are kept" >&2
+    else
+      echo "run.sh: building multi_device_scratch failed; lenet_scratch not run" >&2
+    fi
   elif [[ $name == gpu ]]; then
     # PyTorch on the same GPU, only the machine's own (it records itself skipped without one).
     python3 "$repo/bench/gpu/torch_peer.py" --results "$results/$name.json" "${quick[@]}" ||
