@@ -175,6 +175,9 @@ run_suite() {
     # PyTorch on the same GPU, only the machine's own (it records itself skipped without one).
     python3 "$repo/bench/gpu/torch_peer.py" --results "$results/$name.json" "${quick[@]}" ||
       echo "run.sh: the PyTorch peer failed; tandem's records are kept" >&2
+    # A jax.jit training step beside nn::TrainingStep, with the machine's own jax (GPU build).
+    python3 "$repo/bench/gpu/jax_peer.py" --results "$results/$name.json" "${quick[@]}" ||
+      echo "run.sh: the JAX peer failed; the other records are kept" >&2
   elif [[ $name == graph ]]; then
     # The same MLP under jax.jit (and eager JAX), side by side with hybridize.
     bash "$repo/bench/peer_jax.sh" "$repo/bench/graph/jax_peer.py" "$results/$name.json" \
