@@ -3,7 +3,9 @@
 #
 #   bench/run.sh engine --quick     # < 3 min on 2 cores, build included
 #   bench/run.sh engine             # the full run (~2 min on 2 quiet cores)
-#   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX
+#   bench/run.sh training --quick   # < 10 min on 2 cores: autograd, layers, the digits, JAX,
+#                                   # and LeNet from scratch on Fashion-MNIST (seed 003, 8.4;
+#                                   # BENCH_SCRATCH_LIMIT=N: its first N images only)
 #   bench/run.sh multi_device --quick   # data, pipeline and model parallel on sim devices
 #   bench/run.sh graph --quick      # hybridize_mlp: eager vs hybridized vs jax.jit forward calls
 #   bench/run.sh gpu [--quick]      # cuda(0) against PyTorch on the same GPU (the machine's own
@@ -111,6 +113,22 @@ build_suite() {
   echo "$binary"
 }
 
+# d2l's ResNet-18 (issue 25): bench_resnet18's step on cpu and data parallel on 1, 2 and 4 sim
+# devices, then its JAX peer and targets, into bench/results/resnet18.json. The sim devices
+# model a compute rate (RESNET18_SIM_GFLOPS, default 1) slow enough that their modelled time
+# dominates the real work the host's 2 cores do for all of them at once (docs/benchmarks.md,
+# "ResNet-18"). RESNET18_BATCH (default 16) is the cpu step's batch.
+run_resnet18() {
+  cmake --build "$build" --target bench_resnet18 -j "$jobs" >&2 || return 1
+  local binary=$build/bench/training/bench_resnet18 fresh=$results/.resnet18.json.new
+  env TANDEM_SIM_DEVICES=4 TANDEM_SIM_GFLOPS="${RESNET18_SIM_GFLOPS:-1}" \
+    TANDEM_MAX_OPS_IN_FLIGHT=16384 "$binary" "${quick[@]}" --batch "${RESNET18_BATCH:-16}" --steps 3 \
+    --out "$fresh" || return 1
+  mv "$fresh" "$results/resnet18.json"
+  bash "$repo/bench/peer_jax.sh" "$repo/bench/training/jax_resnet18.py" "$results/resnet18.json" \
+    "${quick[@]}" || echo "run.sh: the ResNet-18 JAX peer failed; tandem's records are kept" >&2
+}
+
 run_suite() {
   local name=$1 binary started
   started=$(date +%s)
@@ -141,10 +159,25 @@ run_suite() {
     bash "$repo/bench/peer_jax.sh" "$repo/bench/training/jax_peer.py" "$results/$name.json" \
       --digits "$repo/data/digits" "${quick[@]}" ||
       echo "run.sh: the JAX peer failed; tandem's records are kept" >&2
+    run_resnet18 || echo "run.sh: the ResNet-18 runs failed; the other training records are kept" >&2
+    # LeNet from scratch on Fashion-MNIST (seed 003, 8.4): examples/multi_device_scratch on cpu,
+    # sim(0) and sim(0)+sim(1); BENCH_SCRATCH_LIMIT=N trains on the first N images only.
+    cmake -DTANDEM_BUILD_EXAMPLES=ON "$build" > /dev/null
+    if cmake --build "$build" --target multi_device_scratch -j "$jobs" >&2; then
+      python3 "$repo/bench/training/lenet_scratch.py" \
+        --binary "$build/examples/multi_device_scratch/multi_device_scratch" \
+        --results "$results/$name.json" ${BENCH_SCRATCH_LIMIT:+--limit "$BENCH_SCRATCH_LIMIT"} \
+        "${quick[@]}" || echo "run.sh: lenet_scratch failed; the other records are kept" >&2
+    else
+      echo "run.sh: building multi_device_scratch failed; lenet_scratch not run" >&2
+    fi
   elif [[ $name == gpu ]]; then
     # PyTorch on the same GPU, only the machine's own (it records itself skipped without one).
     python3 "$repo/bench/gpu/torch_peer.py" --results "$results/$name.json" "${quick[@]}" ||
       echo "run.sh: the PyTorch peer failed; tandem's records are kept" >&2
+    # A jax.jit training step beside nn::TrainingStep, with the machine's own jax (GPU build).
+    python3 "$repo/bench/gpu/jax_peer.py" --results "$results/$name.json" "${quick[@]}" ||
+      echo "run.sh: the JAX peer failed; the other records are kept" >&2
   elif [[ $name == graph ]]; then
     # The same MLP under jax.jit (and eager JAX), side by side with hybridize.
     bash "$repo/bench/peer_jax.sh" "$repo/bench/graph/jax_peer.py" "$results/$name.json" \

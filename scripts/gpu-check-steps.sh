@@ -52,6 +52,7 @@ step_libraries() {
   }
   echo "machine: $(ldd --version | sed -n 1p); the bundle needs $(manifest_value needs_glibc)"
   echo "machine cuBLAS: $cuda_lib_where"
+  echo "machine cuDNN: $cudnn_lib_where"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   local program listing status=0
   for program in "$bin"/*; do
@@ -170,12 +171,13 @@ step_bench_overlap() {
 
 # bench_gpu (bench/gpu: the workloads of issue 22 on gpu(0)) and its PyTorch peer, with the
 # machine's own torch when python3 imports it (never installed): bench/results/gpu.json, its
-# provenance and the regenerated docs/benchmarks.md.
+# provenance and the regenerated docs/benchmarks.md; profile/ holds one lenet_bn epoch on gpu(0),
+# eager and hybridized, under the profiler (trace, summary, timeline).
 step_bench_gpu() {
   local records=$repo/bench/results/gpu.json start=$SECONDS fresh
   fresh=$(mktemp)
   rm -f "$fresh"
-  "$bin/bench_gpu" ${quick_flag:+--quick} --out "$fresh" || return $?
+  "$bin/bench_gpu" ${quick_flag:+--quick} --profile "$results/profile" --out "$fresh" || return $?
   if [[ ! -s $fresh ]]; then
     echo "gpu-check: bench_gpu wrote no records (it found no CUDA device)" >&2
     return 1
@@ -190,6 +192,9 @@ step_bench_gpu() {
   # The peer records itself as skipped (and why) when torch is missing or sees no GPU.
   timeout 300 python3 "$repo/bench/gpu/torch_peer.py" --results "$records" ${quick_flag:+--quick} ||
     echo "gpu-check: the PyTorch peer failed (exit $?); tandem's records are kept"
+  # The JAX peer of the whole training step (the machine's own jax; skipped with its reason).
+  timeout 120 python3 "$repo/bench/gpu/jax_peer.py" --results "$records" ${quick_flag:+--quick} ||
+    echo "gpu-check: the JAX peer failed (exit $?); the other records are kept"
   cp "$records" "$results/bench-results/"
   record_bench_run gpu "$start" || return 1
   cp "$repo/bench/results/gpu.meta.json" "$results/bench-results/"

@@ -213,9 +213,40 @@ find_machine_cuda_libs() {
   fi
 }
 
+# Sets cudnn_lib_dir to the folder holding cuDNN (libcudnn.so.9 and its sub-libraries, which the
+# convolutions load with dlopen: never carried), left empty when the loader finds it already or
+# when the machine has none (the convolutions then run tandem's im2col kernels), and
+# cudnn_lib_where to what was found.
+cudnn_lib_dir=""
+cudnn_lib_where=""
+find_machine_cudnn() {
+  local cache
+  cache=$(ldconfig -p 2> /dev/null)
+  if grep -qF "libcudnn.so.9 " <<< "$cache"; then
+    cudnn_lib_where="in the loader's cache"
+    return
+  fi
+  local candidates=("${TANDEM_CUDNN_LIB_DIR:-}" "$cuda_lib_dir" /usr/local/cuda/lib64
+    /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu /usr/local/cuda-*/lib64 /usr/local/cuda-*/lib)
+  local python_dirs dir
+  python_dirs=$(python3 -c 'import nvidia; print("\n".join(nvidia.__path__))' 2> /dev/null)
+  while read -r dir; do
+    [[ -n $dir ]] && candidates+=("$dir"/cudnn/lib "$dir"/*/lib)
+  done <<< "$python_dirs"
+  for dir in "${candidates[@]}"; do
+    if [[ -n $dir && -e $dir/libcudnn.so.9 ]]; then
+      cudnn_lib_dir=$dir
+      cudnn_lib_where=$dir
+      return
+    fi
+  done
+  cudnn_lib_where="NOT FOUND: no libcudnn.so.9 (convolutions use tandem's im2col kernels)"
+}
+
 find_machine_cuda_libs
+find_machine_cudnn
 # The machine's own library path stays last: it may hold the driver (e.g. /usr/local/nvidia/lib64).
-export LD_LIBRARY_PATH=$bundle/lib${cuda_lib_dir:+:$cuda_lib_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$bundle/lib${cuda_lib_dir:+:$cuda_lib_dir}${cudnn_lib_dir:+:$cudnn_lib_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # The bundle's libstdc++/libgcc_s only where the machine's are older than the build's.
 if grep -q "GLIBCXX.* not found" <<< "$(ldd "$bin/frontend_tests" 2>&1)"; then
   LD_LIBRARY_PATH=$bundle/lib:$bundle/lib/compat:${LD_LIBRARY_PATH#"$bundle"/lib:}
@@ -268,7 +299,7 @@ run_step() {
 }
 
 # What the step functions use in their own bash (run_step starts each in one).
-export bin bundle repo results cuda_lib_dir cuda_lib_where
+export bin bundle repo results cuda_lib_dir cuda_lib_where cudnn_lib_dir cudnn_lib_where
 export quick_flag=${quick[*]}
 export -f manifest_value
 

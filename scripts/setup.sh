@@ -4,7 +4,7 @@
 # examples that train use it).
 #
 #   bash scripts/setup.sh           # build + test dependencies, and the digits data set
-#   bash scripts/setup.sh --bench   # the same, plus StarPU (a benchmark peer)
+#   bash scripts/setup.sh --bench   # the same, plus StarPU (a benchmark peer) and Fashion-MNIST
 #   bash scripts/setup.sh --no-data # the packages only
 #
 # Idempotent: each package is checked with `dpkg -s`; `apt-get update` and `apt-get install` run
@@ -20,13 +20,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 packages=(
   cmake ninja-build g++ pkg-config
   libtbb-dev libspdlog-dev doctest-dev libopenblas-dev librandom123-dev nlohmann-json3-dev
-  python3
+  python3 zlib1g-dev
   libopenmpi-dev openmpi-bin
 )
+# zlib1g-dev: nd::read_idx and data::load_fashion_mnist read gzipped IDX files.
 # libopenmpi-dev, openmpi-bin: tandem::dist and its tests under mpirun (docs/distributed.md).
 # python3: scripts/digits_to_idx.py converts the digits data set; bench/report.py turns the
 # results into the tables of docs/benchmarks.md.
-bench_packages=(libstarpu-dev starpu-tools)
+# dataset-fashion-mnist (31 MB, /usr/share/datasets/fashion-mnist): the training benchmark and
+# the examples' default data; the tests write their own small IDX files and never need it.
+bench_packages=(libstarpu-dev starpu-tools dataset-fashion-mnist)
 fetch_data=1
 
 for arg in "$@"; do

@@ -1,7 +1,7 @@
 // bench_gpu: tandem's CUDA path on cuda(0), the workloads of issue 22 side by side with PyTorch
 // (bench/gpu/torch_peer.py adds the peer's records to the same file).
 //
-//   bench_gpu [--quick] --out PATH.json
+//   bench_gpu [--quick] [--profile DIR] --out PATH.json
 //
 // Writes a JSON list of records {"workload", "system": "tandem" | "tandem_cpu", "value", "unit",
 // "higher_is_better", "detail", "rounds", "device"}, each value the median of 3 rounds:
@@ -11,9 +11,15 @@
 //   dot_1024, dot_4096, dot_8192  square float32 products (TFLOP/s)
 //   h2d/d2h_pageable/pinned       1 GiB copies (256 MiB with --quick) (GB/s)
 //   conv_fwd, conv_bwd_data, conv_bwd_weight   batch 256, 64 -> 64 channels, 3x3, 28x28 (ms)
-//   lenet_bn_epoch                one epoch of lenet_bn, batch 64, on 1437 8x8 images (s), on
+//   lenet_bn_epoch(_hybridized)   one epoch of lenet_bn, batch 64, on 1437 8x8 images (s), on
 //                                 cuda(0) and (tandem_cpu) on the cpu
-//   mlp_step_eager/_hybridized    a 64-256-128-10 MLP's SGD step at batch 32 (us)
+//   lenet_bn_epoch_whole_step     the same epoch, each step an nn::TrainingStep replay
+//   mlp_step_eager/_hybridized    a 64-256-128-10 MLP's SGD step at batch 32 (us), eager and
+//                                 with the network hybridized
+//   mlp_step_whole                the same step as one replayed nn::TrainingStep (bench/gpu/
+//                                 jax_peer.py adds a jax.jit step beside it)
+// --profile DIR: afterwards, one epoch of lenet_bn eager and one hybridized under the profiler,
+// each written to DIR as lenet_epoch_{eager,hybridized}.{json,txt,svg} (trace, summary, timeline).
 // Without a CUDA device it prints "skipped: no CUDA device", writes nothing and exits 0.
 // `bench_gpu --smoke --out PATH` runs every workload on sim(0) at tiny sizes instead: a check of
 // the suite's code without a GPU (its figures mean nothing).
@@ -21,6 +27,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "measure.h"
@@ -28,6 +35,7 @@
 
 int main(int argc, char** argv) {
   tandem::bench::SuiteCommandLine line;
+  std::string profile_dir;
   std::vector<char*> arguments(argv, argv + argc);
   const auto smoke = std::find_if(arguments.begin(), arguments.end(),
                                   [](const char* a) { return std::strcmp(a, "--smoke") == 0; });
@@ -35,9 +43,10 @@ int main(int argc, char** argv) {
     arguments.erase(smoke);
     tandem::bench::gpu::target() = {.device = tandem::sim(0), .smoke = true};
   }
-  if (!tandem::bench::parse_suite_command_line(static_cast<int>(arguments.size()), arguments.data(),
-                                               "bench_gpu", "[--quick] [--smoke] --out PATH.json",
-                                               line)) {
+  if (!tandem::bench::parse_suite_command_line(
+          static_cast<int>(arguments.size()), arguments.data(), "bench_gpu",
+          "[--quick] [--smoke] [--profile DIR] --out PATH.json", line,
+          {{"--profile", &profile_dir}})) {
     return 2;
   }
   const bool smoke_run = tandem::bench::gpu::target().smoke;
@@ -51,5 +60,6 @@ int main(int argc, char** argv) {
   return tandem::bench::run_suite("bench_gpu", line.out, [&](tandem::bench::Records& records) {
     tandem::bench::gpu::run_primitives(line.quick, records);
     tandem::bench::gpu::run_training(line.quick, records);
+    if (!profile_dir.empty()) tandem::bench::gpu::profile_training(profile_dir);
   });
 }

@@ -66,5 +66,8 @@ inline nlohmann::json gpu_record(const std::string& workload, const std::string&
 // The workloads, on cuda(0); `quick` shortens them (smaller copies, fewer repetitions).
 void run_primitives(bool quick, Records& records);
 void run_training(bool quick, Records& records);
+// One lenet_bn epoch on the target, eager and hybridized, under the profiler: each one's trace,
+// `tandem-trace summary` text and timeline go to `dir` as lenet_epoch_{eager,hybridized}.*.
+void profile_training(const std::string& dir);
 
 }  // namespace tandem::bench::gpu

@@ -8,10 +8,11 @@
 namespace tandem::detail {
 
 AcceleratorExecutor::AcceleratorExecutor(Accelerator& accelerator, EngineCore& engine,
-                                         bool synchronize_each_op)
+                                         bool synchronize_each_op, std::chrono::microseconds spin)
     : accelerator_(accelerator),
       engine_(engine),
       synchronize_each_op_(synchronize_each_op),
+      spin_(spin),
       launcher_([this] { run(); }) {}
 
 AcceleratorExecutor::~AcceleratorExecutor() {
@@ -28,6 +29,7 @@ void AcceleratorExecutor::submit(OpRecord* op) {
     std::lock_guard lock(mutex_);
     op->ready_sequence = next_sequence_++;
     ready_.push(op);
+    queued_.store(ready_.size(), std::memory_order_release);
   }
   wake_.notify_one();
 }
@@ -44,6 +46,18 @@ void AcceleratorExecutor::run() {
                 to_string(accelerator_.device()), e.what());
   }
   for (;;) {
+    // Before sleeping, look for the next op for a while: a front end pushing one small op after
+    // another hands each over a few microseconds after the last launch, and waking a sleeping
+    // launcher (a futex wake, then the scheduler) cost more than the launch itself (issue 22,
+    // H100: 15.7 us per dependent `y = y + 1` against PyTorch's 8.2). Each look yields the
+    // core, so a pusher on the same core runs.
+    if (spin_.count() > 0 && queued_.load(std::memory_order_acquire) == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + spin_;
+      while (queued_.load(std::memory_order_acquire) == 0 &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+    }
     OpRecord* op = nullptr;
     {
       std::unique_lock lock(mutex_);
@@ -51,6 +65,7 @@ void AcceleratorExecutor::run() {
       if (ready_.empty()) return;  // stopping and nothing left
       op = ready_.top();
       ready_.pop();
+      queued_.store(ready_.size(), std::memory_order_release);
     }
     if (!bound) {
       // Retried per op: a launch on an unbound thread would reach the wrong device.

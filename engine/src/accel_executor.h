@@ -14,6 +14,8 @@
 // when the vars it fenced are overwritten before anyone looks.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -31,7 +33,10 @@ namespace tandem::detail {
 class AcceleratorExecutor final : public DeviceWorkTracker {
  public:
   // `synchronize_each_op`: the baseline mode, each op waits for its stream before completing.
-  AcceleratorExecutor(Accelerator& accelerator, EngineCore& engine, bool synchronize_each_op);
+  // `spin`: how long the launcher keeps looking for a next op (yielding its core on every
+  // look) before it sleeps (EngineConfig::spin_before_park).
+  AcceleratorExecutor(Accelerator& accelerator, EngineCore& engine, bool synchronize_each_op,
+                      std::chrono::microseconds spin = std::chrono::microseconds{0});
   ~AcceleratorExecutor();  // call only once no op is pending; joins the launcher
   AcceleratorExecutor(const AcceleratorExecutor&) = delete;
   AcceleratorExecutor& operator=(const AcceleratorExecutor&) = delete;
@@ -58,12 +63,15 @@ class AcceleratorExecutor final : public DeviceWorkTracker {
   Accelerator& accelerator_;
   EngineCore& engine_;
   const bool synchronize_each_op_;
+  const std::chrono::microseconds spin_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::priority_queue<OpRecord*, std::vector<OpRecord*>, RunsLater> ready_;  // guarded by mutex_
   std::uint64_t next_sequence_ = 0;                                          // guarded by mutex_
   bool stopping_ = false;                                                    // guarded by mutex_
+  // ready_.size() (written under mutex_), read without the lock by the spinning launcher.
+  std::atomic<std::size_t> queued_{0};
 
   mutable std::mutex outstanding_mutex_;
   std::deque<DeviceWorkRef> outstanding_;  // pushed and popped by the launcher only

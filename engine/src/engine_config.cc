@@ -123,6 +123,9 @@ AcceleratorConfig read_accelerator_config(const char* (*getenv)(const char*)) {
   if (const char* v = getenv("TANDEM_ALLOW_TF32")) {
     accel.allow_tf32 = parse_flag(part, "TANDEM_ALLOW_TF32", v);
   }
+  if (const char* v = getenv("TANDEM_CUDNN")) {
+    accel.use_cudnn = parse_flag(part, "TANDEM_CUDNN", v);
+  }
   return accel;
 }
 

@@ -196,8 +196,8 @@ AcceleratorExecutor& ThreadedEngine::accelerator_executor(Device device) {
   const int count = accelerator_count(device.kind);
   std::lock_guard lock(accel_mutex_);
   if (AcceleratorExecutor* executor = accel_slots_.find(device)) return *executor;
-  accel_.push_back(
-      std::make_unique<AcceleratorExecutor>(target, *this, config().accel.synchronize_each_op));
+  accel_.push_back(std::make_unique<AcceleratorExecutor>(
+      target, *this, config().accel.synchronize_each_op, config().spin_before_park));
   accel_slots_.insert(device, count, accel_.back().get());
   return *accel_.back();
 }

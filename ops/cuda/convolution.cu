@@ -1,4 +1,5 @@
-// Convolution on a gpu(i): im2col / col2im kernels and cuBLAS, with no per-sample loop.
+// Convolution on a gpu(i): cuDNN when it loads (cudnn_convolution.h), else the im2col / col2im
+// kernels below and cuBLAS, with no per-sample loop.
 //
 // The samples go in chunks whose scratch fits a bounded block (common/conv_launches.h, which
 // also says how many launches each pass makes; sim counts the same). Per chunk and group:
@@ -20,6 +21,7 @@
 
 #include "common/conv_launches.h"
 #include "common/floating_checks.h"
+#include "cudnn_convolution.h"
 #include "launch.cuh"
 #include "tandem/ops/cuda/convolution.h"
 
@@ -245,22 +247,27 @@ void backward_weight(const ArrayView& xv, const ArrayView& dyv, const ArrayView&
 }  // namespace
 
 void conv2d(const ArrayView& x, const ArrayView& weight, const ArrayView& bias, const ArrayView& y,
-            const Conv2dGeometry& g, tandem::Stream& stream) {
+            const Conv2dGeometry& g, tandem::Stream& stream, ConvPath path) {
   if (y.num_elements() == 0) return;
+  if (path == ConvPath::automatic && cudnn_conv2d(x, weight, bias, y, g, stream)) return;
   dispatch_floating(y.dtype, "conv2d",
                     [&]<class T>(T) { forward<T>(x, weight, bias, y, g, stream); });
 }
 
 void conv2d_backward_data(const ArrayView& dy, const ArrayView& weight, const ArrayView& dx,
-                          const Conv2dGeometry& g, tandem::Stream& stream) {
+                          const Conv2dGeometry& g, tandem::Stream& stream, ConvPath path) {
   if (dx.num_elements() == 0) return;
+  if (path == ConvPath::automatic && cudnn_conv2d_backward_data(dy, weight, dx, g, stream)) return;
   dispatch_floating(dx.dtype, "conv2d_backward_data",
                     [&]<class T>(T) { backward_data<T>(dy, weight, dx, g, stream); });
 }
 
 void conv2d_backward_weight(const ArrayView& x, const ArrayView& dy, const ArrayView& dweight,
-                            const Conv2dGeometry& g, tandem::Stream& stream) {
+                            const Conv2dGeometry& g, tandem::Stream& stream, ConvPath path) {
   if (dweight.num_elements() == 0) return;
+  if (path == ConvPath::automatic && cudnn_conv2d_backward_weight(x, dy, dweight, g, stream)) {
+    return;
+  }
   dispatch_floating(dweight.dtype, "conv2d_backward_weight",
                     [&]<class T>(T) { backward_weight<T>(x, dy, dweight, g, stream); });
 }

@@ -66,8 +66,8 @@ void copy(const ArrayView& in, const ArrayView& out, tandem::Stream& stream) {
   if (n == 0) return;
   Launch launch(stream, "copy");
   const auto indexer = make_indexer<2>(out.shape, {&in.strides, &out.strides});
-  dispatch_dtype(out.dtype, [&]<class To>(To) {
-    dispatch_dtype(in.dtype, [&]<class From>(From) {
+  dispatch_storage_dtype(out.dtype, [&]<class To>(To) {
+    dispatch_storage_dtype(in.dtype, [&]<class From>(From) {
       if constexpr (std::is_same_v<To, From>) {
         if (indexer.dense()) {  // one run: a plain device-to-device copy
           check_cuda(cudaMemcpyAsync(out.data, in.data, static_cast<std::size_t>(n) * sizeof(To),
@@ -94,7 +94,7 @@ void fill(const ArrayView& out, double value, tandem::Stream& stream) {
   if (n == 0) return;
   Launch launch(stream, "fill");
   const auto indexer = make_indexer<1>(out.shape, {&out.strides});
-  dispatch_dtype(out.dtype, [&]<class T>(T) {
+  dispatch_storage_dtype(out.dtype, [&]<class T>(T) {
     fill_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(convert<T>(value), out.typed<T>(),
                                                                   indexer, n);
     launch.launched();

@@ -87,6 +87,8 @@ ncclDataType_t nccl_type(DType dtype) {
       return ncclInt32;
     case DType::int64:
       return ncclInt64;
+    case DType::uint8:
+      return ncclUint8;
   }
   throw Error("tandem: a sum through NCCL got an unknown dtype");
 }

@@ -1,5 +1,9 @@
 #include "tandem/ops/array_view.h"
 
+#include <string>
+
+#include "tandem/errors.h"
+
 namespace tandem::ops {
 
 const char* dtype_name(DType dtype) {
@@ -12,8 +16,15 @@ const char* dtype_name(DType dtype) {
       return "int32";
     case DType::int64:
       return "int64";
+    case DType::uint8:
+      return "uint8";
   }
   return "unknown";
+}
+
+void throw_not_computable(DType dtype) {
+  throw Error(std::string("tandem: a compute kernel was given a ") + dtype_name(dtype) +
+              " array; uint8 arrays hold data only (convert with astype(nd::float32) first)");
 }
 
 bool ArrayView::is_contiguous() const {

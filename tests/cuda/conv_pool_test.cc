@@ -4,6 +4,8 @@
 // must be what sim counts for them (common/conv_launches.h). Skipped, visibly, without a device.
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -12,6 +14,7 @@
 
 #include "common/conv_launches.h"  // ops/src: the launch plan sim counts with
 #include "cuda_test_util.h"
+#include "tandem/accel/cuda.h"
 #include "tandem/launch_counters.h"
 #include "tandem/ops/cpu/convolution.h"
 #include "tandem/ops/cpu/pooling.h"
@@ -67,45 +70,51 @@ ops::Conv2dGeometry conv_geometry(std::int64_t n, std::int64_t c, std::int64_t h
 }  // namespace
 
 TEST_SUITE("cuda.conv_pool") {
-  TEST_CASE("conv2d forward, input and weight gradients match the CPU kernels") {
+  TEST_CASE("conv2d forward, input and weight gradients match the CPU kernels, on both paths") {
     if (!have_cuda("conv2d")) return;
-    for (const ops::Conv2dGeometry& g : {conv_geometry(3, 4, 9, 8, 6, 3, 1, 1, 1, 1),
-                                         conv_geometry(2, 4, 11, 10, 4, 3, 2, 2, 2, 2),
-                                         conv_geometry(5, 3, 6, 6, 7, 1, 1, 0, 1, 1),
-                                         conv_geometry(1, 6, 7, 7, 6, 3, 1, 1, 1, 6)}) {
-      const std::string what = "batch " + std::to_string(g.batch) + " groups " +
-                               std::to_string(g.groups) + " stride " + std::to_string(g.stride_h) +
-                               " kernel " + std::to_string(g.kernel_h);
-      const Shape xs{g.batch, g.in_channels, g.in_h, g.in_w};
-      const Shape ws{g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
-      const Shape ys{g.batch, g.out_channels, g.out_h, g.out_w};
-      auto x = sample<double>(xs.num_elements(), 1, -2.0, 2.0),
-           w = sample<double>(ws.num_elements(), 2, -2.0, 2.0);
-      auto b = sample<double>(g.out_channels, 3, -2.0, 2.0),
-           dy = sample<double>(ys.num_elements(), 4, -2.0, 2.0);
-      std::vector<double> y(static_cast<std::size_t>(ys.num_elements()));
-      std::vector<double> dx(x.size()), dw(w.size());
-      ops::cpu::conv2d(view(x.data(), xs), view(w.data(), ws), view(b.data(), {g.out_channels}),
-                       view(y.data(), ys), g);
-      ops::cpu::conv2d_backward_data(view(dy.data(), ys), view(w.data(), ws), view(dx.data(), xs),
-                                     g);
-      ops::cpu::conv2d_backward_weight(view(x.data(), xs), view(dy.data(), ys), view(dw.data(), ws),
+    MESSAGE("cuDNN: " << ops::cuda::cudnn_library());
+    for (const ops::cuda::ConvPath path :
+         {ops::cuda::ConvPath::automatic, ops::cuda::ConvPath::im2col})
+      for (const ops::Conv2dGeometry& g : {conv_geometry(3, 4, 9, 8, 6, 3, 1, 1, 1, 1),
+                                           conv_geometry(2, 4, 11, 10, 4, 3, 2, 2, 2, 2),
+                                           conv_geometry(5, 3, 6, 6, 7, 1, 1, 0, 1, 1),
+                                           conv_geometry(1, 6, 7, 7, 6, 3, 1, 1, 1, 6)}) {
+        const std::string what =
+            std::string(path == ops::cuda::ConvPath::im2col ? "im2col"
+                                                            : "automatic (cuDNN when loaded)") +
+            ", batch " + std::to_string(g.batch) + " groups " + std::to_string(g.groups) +
+            " stride " + std::to_string(g.stride_h) + " kernel " + std::to_string(g.kernel_h);
+        const Shape xs{g.batch, g.in_channels, g.in_h, g.in_w};
+        const Shape ws{g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
+        const Shape ys{g.batch, g.out_channels, g.out_h, g.out_w};
+        auto x = sample<double>(xs.num_elements(), 1, -2.0, 2.0),
+             w = sample<double>(ws.num_elements(), 2, -2.0, 2.0);
+        auto b = sample<double>(g.out_channels, 3, -2.0, 2.0),
+             dy = sample<double>(ys.num_elements(), 4, -2.0, 2.0);
+        std::vector<double> y(static_cast<std::size_t>(ys.num_elements()));
+        std::vector<double> dx(x.size()), dw(w.size());
+        ops::cpu::conv2d(view(x.data(), xs), view(w.data(), ws), view(b.data(), {g.out_channels}),
+                         view(y.data(), ys), g);
+        ops::cpu::conv2d_backward_data(view(dy.data(), ys), view(w.data(), ws), view(dx.data(), xs),
                                        g);
-      DeviceBuffer<double> gx(x), gw(w), gb(b), gdy(dy), gy(y.size()), gdx(x.size()), gdw(w.size());
-      tandem::Stream& stream = compute_stream();
-      ops::cuda::conv2d(view(gx.data(), xs), view(gw.data(), ws), view(gb.data(), {g.out_channels}),
-                        view(gy.data(), ys), g, stream);
-      ops::cuda::conv2d_backward_data(view(gdy.data(), ys), view(gw.data(), ws),
-                                      view(gdx.data(), xs), g, stream);
-      ops::cuda::conv2d_backward_weight(view(gx.data(), xs), view(gdy.data(), ys),
-                                        view(gdw.data(), ws), g, stream);
-      check_close(gy.read(), y, "forward " + what);
-      check_close(gdx.read(), dx, "input gradient " + what);
-      check_close(gdw.read(), dw, "weight gradient " + what);
-    }
+        ops::cpu::conv2d_backward_weight(view(x.data(), xs), view(dy.data(), ys),
+                                         view(dw.data(), ws), g);
+        DeviceBuffer<double> gx(x), gw(w), gb(b), gdy(dy), gy(y.size()), gdx(x.size()),
+            gdw(w.size());
+        tandem::Stream& stream = compute_stream();
+        ops::cuda::conv2d(view(gx.data(), xs), view(gw.data(), ws),
+                          view(gb.data(), {g.out_channels}), view(gy.data(), ys), g, stream, path);
+        ops::cuda::conv2d_backward_data(view(gdy.data(), ys), view(gw.data(), ws),
+                                        view(gdx.data(), xs), g, stream, path);
+        ops::cuda::conv2d_backward_weight(view(gx.data(), xs), view(gdy.data(), ys),
+                                          view(gdw.data(), ws), g, stream, path);
+        check_close(gy.read(), y, "forward " + what);
+        check_close(gdx.read(), dx, "input gradient " + what);
+        check_close(gdw.read(), dw, "weight gradient " + what);
+      }
   }
 
-  TEST_CASE("a convolution launches what sim counts for it, and a repeat allocates nothing") {
+  TEST_CASE("the im2col path launches what sim counts for it, and a repeat allocates nothing") {
     if (!have_cuda("conv2d launches")) return;
     for (std::int64_t batch : {1, 16, 64}) {
       CAPTURE(batch);
@@ -120,11 +129,14 @@ TEST_SUITE("cuda.conv_pool") {
       tandem::Stream& stream = compute_stream();
       const auto run_all = [&] {
         ops::cuda::conv2d(view(gx.data(), xs), view(gw.data(), ws),
-                          view(gb.data(), {g.out_channels}), view(gy.data(), ys), g, stream);
+                          view(gb.data(), {g.out_channels}), view(gy.data(), ys), g, stream,
+                          ops::cuda::ConvPath::im2col);
         ops::cuda::conv2d_backward_data(view(gy.data(), ys), view(gw.data(), ws),
-                                        view(gx.data(), xs), g, stream);
+                                        view(gx.data(), xs), g, stream,
+                                        ops::cuda::ConvPath::im2col);
         ops::cuda::conv2d_backward_weight(view(gx.data(), xs), view(gy.data(), ys),
-                                          view(gw.data(), ws), g, stream);
+                                          view(gw.data(), ws), g, stream,
+                                          ops::cuda::ConvPath::im2col);
       };
       run_all();  // the stream's scratch grows to what the three passes need
       const tandem::LaunchCounts before = tandem::launch_counts();
@@ -139,6 +151,82 @@ TEST_SUITE("cuda.conv_pool") {
       CHECK(made.allocations == 0);
       (void)gy.read();  // waits for the stream before the buffers go
     }
+  }
+
+  TEST_CASE("cuDNN reports whether it loaded, and loads wherever libcudnn.so.9 does") {
+    // Runs without a GPU too: loading the library and reading its version need no device.
+    const std::string state = ops::cuda::cudnn_library();
+    INFO(state);
+    void* library = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      CHECK(state.rfind("unavailable: ", 0) == 0);
+      return;
+    }
+    dlclose(library);
+#ifdef TANDEM_HAVE_CUDNN_HEADER
+    CHECK(state.rfind("libcudnn.so.9 9.", 0) == 0);
+#else
+    CHECK(state == "unavailable: built without cudnn.h");
+#endif
+  }
+
+  TEST_CASE(
+      "float32 convolutions stay strict fp32 unless TF32 is allowed, and repeat without "
+      "allocating") {
+    if (!have_cuda("conv2d float32")) return;
+    // 576 products per output: TF32's 10-bit mantissa would leave relative errors near 1e-3,
+    // strict fp32 stays near 1e-6.
+    const ops::Conv2dGeometry g = conv_geometry(8, 64, 14, 14, 64, 3, 1, 1, 1, 1);
+    const Shape xs{g.batch, g.in_channels, g.in_h, g.in_w};
+    const Shape ws{g.out_channels, g.in_channels, g.kernel_h, g.kernel_w};
+    const Shape ys{g.batch, g.out_channels, g.out_h, g.out_w};
+    const auto x = sample<double>(xs.num_elements(), 5, -1.0, 1.0),
+               w = sample<double>(ws.num_elements(), 6, -1.0, 1.0),
+               dy = sample<double>(ys.num_elements(), 7, -1.0, 1.0);
+    std::vector<double> y(static_cast<std::size_t>(ys.num_elements())), dx(x.size()), dw(w.size());
+    ops::cpu::conv2d(view(const_cast<double*>(x.data()), xs),
+                     view(const_cast<double*>(w.data()), ws), ArrayView{}, view(y.data(), ys), g);
+    ops::cpu::conv2d_backward_data(view(const_cast<double*>(dy.data()), ys),
+                                   view(const_cast<double*>(w.data()), ws), view(dx.data(), xs), g);
+    ops::cpu::conv2d_backward_weight(view(const_cast<double*>(x.data()), xs),
+                                     view(const_cast<double*>(dy.data()), ys), view(dw.data(), ws),
+                                     g);
+    const auto to_float = [](const std::vector<double>& v) {
+      return std::vector<float>(v.begin(), v.end());
+    };
+    DeviceBuffer<float> gx(to_float(x)), gw(to_float(w)), gdy(to_float(dy)), gy(y.size()),
+        gdx(x.size()), gdw(w.size());
+    const auto f32 = [](float* data, const Shape& shape) {
+      return ops::contiguous_view(data, ops::DType::float32, shape);
+    };
+    tandem::Stream& stream = compute_stream();
+    const auto run_all = [&] {
+      ops::cuda::conv2d(f32(gx.data(), xs), f32(gw.data(), ws), ArrayView{}, f32(gy.data(), ys), g,
+                        stream);
+      ops::cuda::conv2d_backward_data(f32(gdy.data(), ys), f32(gw.data(), ws), f32(gdx.data(), xs),
+                                      g, stream);
+      ops::cuda::conv2d_backward_weight(f32(gx.data(), xs), f32(gdy.data(), ys),
+                                        f32(gdw.data(), ws), g, stream);
+    };
+    run_all();
+    const tandem::LaunchCounts before = tandem::launch_counts();
+    run_all();
+    CHECK((tandem::launch_counts() - before).allocations == 0);
+    const bool tf32 = tandem::detail::library_options(stream).allow_tf32;
+    const auto check_fp32 = [&](const std::vector<float>& got, const std::vector<double>& want,
+                                const char* what) {
+      INFO(what << " (cuDNN: " << ops::cuda::cudnn_library() << ", TF32 "
+                << (tf32 ? "allowed" : "off") << ")");
+      double worst = 0, scale = 0;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
+        scale = std::max(scale, std::fabs(want[i]));
+      }
+      CHECK(worst <= (tf32 ? 1e-2 : 1e-5) * scale);
+    };
+    check_fp32(gy.read(), y, "forward");
+    check_fp32(gdx.read(), dx, "input gradient");
+    check_fp32(gdw.read(), dw, "weight gradient");
   }
 
   TEST_CASE("max and average pooling, forward and backward, match the CPU kernels") {

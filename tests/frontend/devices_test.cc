@@ -204,6 +204,44 @@ TEST_SUITE("frontend.devices") {
     });
   }
 
+  TEST_CASE("uint8 arrays: made, moved, converted with astype and printed on every device") {
+    const std::vector<std::uint8_t> bytes{0, 1, 7, 128, 200, 255};
+    const std::vector<double> as_doubles{0, 1, 7, 128, 200, 255};
+    const NDArray host = nd::from_vector(bytes, {2, 3});
+    CHECK(host.dtype() == nd::uint8);
+    for (Device device : test_devices()) {
+      INFO(to_string(device));
+      const NDArray here = host.copyto(device);
+      CHECK(here.dtype() == nd::uint8);
+      CHECK(here.to_vector<std::uint8_t>() == bytes);
+      // Converted on the device, through a strided view too.
+      const NDArray f32 = here.astype(nd::float32);
+      CHECK(f32.device() == device);
+      CHECK(f32.to_vector<double>() == as_doubles);
+      CHECK(here.T().astype(nd::float64).to_vector<double>() ==
+            host.T().astype(nd::float64).to_vector<double>());
+      // Back to uint8: floats saturate to 0..255 and truncate.
+      const NDArray back = nd::array({-3.0, 0.9, 254.5, 300.0}, device).astype(nd::uint8);
+      CHECK(back.to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 0, 254, 255});
+      CHECK(nd::zeros({3}, nd::uint8, device).to_vector<std::int32_t>() ==
+            std::vector<std::int32_t>{0, 0, 0});
+      std::ostringstream text;
+      text << here;
+      CHECK(text.str() ==
+            "[[  0   1   7]\n [128 200 255]]\n<NDArray 2x3 @" + to_string(device) + ">");
+      // Storage only: arithmetic is refused at the call, naming the dtype and the fix.
+      CHECK_THROWS_WITH_AS(here + here, doctest::Contains("add is not defined for uint8"),
+                           tandem::Error);
+      CHECK_THROWS_WITH_AS(here * 2.0, doctest::Contains("astype(nd::float32)"), tandem::Error);
+      CHECK_THROWS_WITH_AS(here.sum(), doctest::Contains("uint8"), tandem::Error);
+      CHECK_THROWS_WITH_AS(nd::exp(here), doctest::Contains("uint8"), tandem::Error);
+      CHECK_THROWS_WITH_AS(nd::arange(0, 4, 1, nd::uint8, device),
+                           doctest::Contains("arange is not defined for uint8"), tandem::Error);
+      CHECK_THROWS_WITH_AS(here + here.astype(nd::float32), doctest::Contains("dtype mismatch"),
+                           tandem::Error);
+    }
+  }
+
   TEST_CASE("copies between every pair of devices keep the values") {
     const std::vector<Device> devices = test_devices();
     std::mt19937_64 rng(14);

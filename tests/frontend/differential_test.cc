@@ -30,6 +30,9 @@ std::vector<unsigned char> bytes_of(const NDArray& a) {
     case DType::int64:
       copy(a.to_vector<std::int64_t>());
       break;
+    case DType::uint8:
+      copy(a.to_vector<std::uint8_t>());
+      break;
   }
   return out;
 }

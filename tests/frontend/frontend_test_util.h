@@ -137,6 +137,11 @@ inline NDArray to_array(const Host& host, DType dtype) {
       for (double x : host.values) v.push_back(static_cast<std::int32_t>(x));
       return nd::from_vector(v, host.shape);
     }
+    case DType::uint8: {
+      std::vector<std::uint8_t> v;
+      for (double x : host.values) v.push_back(static_cast<std::uint8_t>(x));
+      return nd::from_vector(v, host.shape);
+    }
     case DType::int64:
       break;
   }
@@ -218,6 +223,8 @@ inline double round_to(double v, DType dtype) {
       return v;
     case DType::int32:
       return static_cast<double>(static_cast<std::int32_t>(v));
+    case DType::uint8:
+      return static_cast<double>(static_cast<std::uint8_t>(v));
     case DType::int64:
       break;
   }

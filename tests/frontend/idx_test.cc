@@ -103,12 +103,14 @@ TEST_SUITE("frontend.idx") {
           std::string::npos);
   }
 
-  TEST_CASE("missing, compressed-looking and unknown-type files are named errors") {
+  TEST_CASE("missing, not-IDX, cut-short gzip and unknown-type files are named errors") {
     ScratchDir dir;
     CHECK(read_error(dir.file("absent")).find("cannot read '" + dir.file("absent") + "'") !=
           std::string::npos);
     write_bytes(dir.file("gz"), {0x1f, 0x8b, 8, 0, 0, 0, 0, 0});
-    CHECK(read_error(dir.file("gz")).find("is not an IDX file") != std::string::npos);
+    CHECK(read_error(dir.file("gz")).find("is a truncated gzip file") != std::string::npos);
+    write_bytes(dir.file("text"), {'h', 'e', 'l', 'l', 'o'});
+    CHECK(read_error(dir.file("text")).find("is not an IDX file") != std::string::npos);
     write_bytes(dir.file("type"), {0, 0, 0x0A, 1, 0, 0, 0, 1, 7});
     CHECK(read_error(dir.file("type")).find("unknown IDX element type code 10") !=
           std::string::npos);

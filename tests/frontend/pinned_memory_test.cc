@@ -14,7 +14,7 @@ namespace tandem::testing {
 namespace {
 
 // The staging chunk of frontend/src/transfer.h (4 MiB), in int32 elements.
-constexpr std::int64_t kChunkElements = (std::int64_t{4} << 20) / 4;
+constexpr std::int64_t kChunkElements = (std::int64_t{16} << 20) / 4;  // transfer.h
 
 // Requests the pool served, from its cache or the raw allocator.
 std::uint64_t requests(const MemoryPool& pool) {

@@ -60,6 +60,7 @@ TEST_SUITE("frontend.save_load") {
       arrays.emplace_back(std::string("a_") + nd::dtype_name(dtype),
                           to_array(random_host({3, 4, 5}, rng, -100, 100, integral), dtype));
     }
+    arrays.emplace_back("a_uint8", to_array(random_host({3, 4, 5}, rng, 0, 255, true), nd::uint8));
     arrays.emplace_back("empty", nd::zeros({0, 3}));
     arrays.emplace_back("row view", nd::arange(12).reshape({3, 4})[1]);
     arrays.emplace_back("strided view", nd::arange(12).reshape({3, 4}).T());

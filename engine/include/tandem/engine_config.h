@@ -40,6 +40,10 @@ struct AcceleratorConfig {
   // PyTorch's torch.backends.cuda.matmul.allow_tf32: float32 stays float32 unless asked.
   // Set on each compute stream's cuBLAS handle once, when the handle is made.
   bool allow_tf32 = false;
+  // Convolutions on a GPU go through cuDNN when its library (libcudnn.so.9) loads: it is loaded
+  // at run time (dlopen), never linked, and a machine without it uses tandem's own im2col +
+  // cuBLAS kernels. Off: always the im2col kernels (e.g. to compare the two paths).
+  bool use_cudnn = true;
 
   // Defaults overridden by the accelerator variables only (TANDEM_SIM_*, TANDEM_ACCEL_*): what
   // the accelerator registry reads when configure_accelerators was not called. Throws

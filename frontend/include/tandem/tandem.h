@@ -13,6 +13,7 @@
 
 #include "tandem/data/data_loader.h"
 #include "tandem/data/digits.h"
+#include "tandem/data/mnist.h"
 #include "tandem/device.h"
 #include "tandem/device_info.h"
 #include "tandem/engine.h"

@@ -43,8 +43,17 @@ void check_same_dtype(const char* op, const NDArray& a, const NDArray& b) {
 
 void check_dtype(const char* op, DType dtype) {
   if (ops::is_valid(dtype)) return;
-  throw Error(std::string("tandem: ") + op + ": " + std::to_string(static_cast<unsigned>(dtype)) +
-              " is not a dtype (float32, float64, int32 or int64: use nd::float32 and so on)");
+  throw Error(
+      std::string("tandem: ") + op + ": " + std::to_string(static_cast<unsigned>(dtype)) +
+      " is not a dtype (float32, float64, int32, int64 or uint8: use nd::float32 and so on)");
+}
+
+void check_computable(const char* op, DType dtype) {
+  check_dtype(op, dtype);
+  if (ops::is_computable(dtype)) return;
+  throw Error(std::string("tandem: ") + op + " is not defined for " + dtype_name(dtype) +
+              " arrays (uint8 holds data only: copy, astype, save/load, print); convert with "
+              "astype(nd::float32) first");
 }
 
 void check_floating(const char* op, DType dtype) {

@@ -23,6 +23,9 @@ void check_same_dtype(const char* op, const NDArray& a, const NDArray& b);
 // A value of the DType enumeration, e.g. "zeros: 99 is not a dtype (float32, ...)".
 void check_dtype(const char* op, DType dtype);
 
+// A compute type (not the storage-only uint8), e.g. "add is not defined for uint8 arrays".
+void check_computable(const char* op, DType dtype);
+
 // Floating types only, e.g. "exp is not defined for int32 arrays".
 void check_floating(const char* op, DType dtype);
 

@@ -30,12 +30,12 @@ Shape shape_from_json(const nlohmann::json& value, const std::string& what) {
 
 DType dtype_from_json(const nlohmann::json& value, const std::string& what) {
   if (value.is_string()) {
-    for (DType dtype : {float32, float64, int32, int64}) {
+    for (DType dtype : {float32, float64, int32, int64, uint8}) {
       if (value.get<std::string>() == dtype_name(dtype)) return dtype;
     }
   }
-  throw Error("tandem: " + what + ": expected a dtype (float32, float64, int32 or int64), got " +
-              value.dump());
+  throw Error("tandem: " + what +
+              ": expected a dtype (float32, float64, int32, int64 or uint8), got " + value.dump());
 }
 
 nlohmann::json scalar_to_json(double value) {

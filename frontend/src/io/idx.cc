@@ -9,8 +9,10 @@
 #include "io/byte_order.h"
 #include "io/byte_reader.h"
 #include "io/file_bytes.h"
+#include "io/gunzip.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/idx.h"
+#include "tandem/ops/convert.h"
 
 namespace tandem::nd {
 namespace {
@@ -118,13 +120,12 @@ const char* idx_type_name(IdxType type) {
 }
 
 NDArray read_idx(const std::string& path, DType dtype, Device device) {
-  const std::vector<unsigned char> bytes = detail::read_file_bytes("read_idx", path);
+  std::vector<unsigned char> bytes = detail::read_file_bytes("read_idx", path);
+  if (detail::is_gzip(bytes)) bytes = detail::gunzip("read_idx", path, bytes);
   detail::ByteReader in("read_idx", path, bytes);
   const unsigned char* magic = in.take(4, "the magic number");
   if (magic[0] != 0 || magic[1] != 0) {
-    in.fail(
-        "is not an IDX file (it does not start with two zero bytes; a .gz file must be "
-        "decompressed first)");
+    in.fail("is not an IDX file (it starts with neither two zero bytes nor gzip's magic number)");
   }
   if (!known_type(magic[2])) {
     in.fail("has the unknown IDX element type code " + std::to_string(magic[2]) +
@@ -166,10 +167,17 @@ NDArray read_idx(const std::string& path, DType dtype, Device device) {
   }
   const unsigned char* data = in.take(data_bytes, "the elements");
   NDArray out;
-  ops::dispatch_dtype(dtype, [&]<class T>(T) {
+  ops::dispatch_storage_dtype(dtype, [&]<class T>(T) {
     std::vector<T> values(static_cast<std::size_t>(elements));
+    if constexpr (std::is_same_v<T, std::uint8_t>) {
+      if (type == IdxType::uint8) {  // the common case (images): the bytes as they are
+        std::memcpy(values.data(), data, values.size());
+        out = from_vector(values, shape, device);
+        return;
+      }
+    }
     for (std::size_t i = 0; i < values.size(); ++i) {
-      values[i] = static_cast<T>(decode_element(type, data + i * element_size));
+      values[i] = ops::convert<T>(decode_element(type, data + i * element_size));
     }
     out = from_vector(values, shape, device);
   });

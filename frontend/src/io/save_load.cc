@@ -37,6 +37,8 @@ std::uint8_t dtype_code(DType dtype) {
       return 3;
     case DType::int64:
       return 4;
+    case DType::uint8:
+      return 5;
   }
   return 0;
 }
@@ -55,6 +57,9 @@ bool dtype_from_code(std::uint8_t code, DType* dtype) {
     case 4:
       *dtype = DType::int64;
       return true;
+    case 5:
+      *dtype = DType::uint8;
+      return true;
     default:
       return false;
   }
@@ -68,7 +73,7 @@ std::string quoted(const std::string& name) {
 std::vector<unsigned char> little_endian_values(const NDArray& array) {
   std::vector<unsigned char> bytes(static_cast<std::size_t>(array.size()) *
                                    ops::dtype_size(array.dtype()));
-  ops::dispatch_dtype(array.dtype(), [&]<class T>(T) {
+  ops::dispatch_storage_dtype(array.dtype(), [&]<class T>(T) {
     const std::vector<T> values = array.to_vector<T>();
     if (!values.empty()) {
       std::memcpy(bytes.data(), values.data(), bytes.size());

@@ -7,6 +7,15 @@
 
 namespace tandem::nn {
 
+std::shared_ptr<Block> Flatten::clone_structure() const {
+  return std::make_shared<Flatten>();
+}
+
+// The clone draws the masks of a fresh layer with the same seed (its call count starts at 0).
+std::shared_ptr<Block> Dropout::clone_structure() const {
+  return std::make_shared<Dropout>(rate_, seed_);
+}
+
 nd::NDArray Flatten::forward(const nd::NDArray& x) {
   return nd::flatten(x);
 }

@@ -6,6 +6,10 @@
 
 namespace tandem::nn {
 
+std::shared_ptr<Block> BatchNorm::clone_structure() const {
+  return std::make_shared<BatchNorm>(options_);
+}
+
 BatchNorm::BatchNorm(BatchNormOptions options) : options_(options) {
   const nd::Shape channels{options.in_channels};
   const auto ones = std::make_shared<Ones>();

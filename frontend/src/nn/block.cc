@@ -2,9 +2,12 @@
 #include "tandem/nn/block.h"
 
 #include <algorithm>
+#include <string>
+#include <typeinfo>
 
 #include "core/modes.h"
 #include "tandem/errors.h"
+#include "tandem/nd/autograd.h"
 
 namespace tandem::nn {
 
@@ -91,6 +94,54 @@ void Block::initialize(const Initializer& init, const std::vector<Device>& devic
                        bool force_reinit) {
   collect_params().initialize(init, devices, force_reinit);
   forget_recordings();
+}
+
+std::shared_ptr<Block> Block::clone_structure() const {
+  throw Error(std::string("tandem: Block::clone: the block '") + prefix_ + "' (class " +
+              typeid(*this).name() +
+              ") does not override clone_structure(); override it to return a new block made "
+              "with the same settings");
+}
+
+std::shared_ptr<Block> Block::clone() const {
+  const std::shared_ptr<Block> twin = clone_structure();
+  const ParameterDict mine = collect_params();
+  const ParameterDict theirs = twin->collect_params();
+  if (mine.size() != theirs.size()) {
+    throw Error("tandem: Block::clone: clone_structure() of '" + prefix_ + "' made a block with " +
+                std::to_string(theirs.size()) + " parameters instead of " +
+                std::to_string(mine.size()));
+  }
+  auto paused = autograd::pause();
+  auto other = theirs.begin();
+  for (const ParameterDict::Entry& entry : mine) {
+    const Parameter& from = *entry.second;
+    Parameter& to = *(other++)->second;
+    // The clone's names lack this block's own prefix, if it is a child of another block.
+    if (!from.name().ends_with(to.name())) {
+      throw Error("tandem: Block::clone: clone_structure() of '" + prefix_ +
+                  "' made the parameter '" + to.name() + "' where '" + from.name() +
+                  "' was expected");
+    }
+    to.set_grad_req(from.grad_req());
+    to.cast(from.dtype());
+    if (!from.initialized()) continue;
+    if (!to.shape_known()) to.set_shape(from.shape());
+    to.initialize(Zeros(), from.devices(), /*force_reinit=*/true);
+    for (const Device& device : from.devices()) to.data(device).assign(from.data(device));
+  }
+  return twin;
+}
+
+Block& Block::to(const std::vector<Device>& devices) {
+  const ParameterDict params = collect_params();
+  // Every parameter checks the same list, and makes its new copies before it drops the old
+  // ones: a bad list (empty, a device twice, one not present) throws at the first parameter
+  // and leaves the network as it was.
+  if (devices.empty()) throw Error("tandem: Block::to: no device given");
+  for (const ParameterDict::Entry& entry : params) entry.second->reset_devices(devices);
+  forget_recordings();
+  return *this;
 }
 
 void Block::cast(nd::DType dtype) {

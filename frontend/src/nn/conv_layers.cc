@@ -10,6 +10,7 @@ namespace tandem::nn {
 Conv2D::Conv2D(std::int64_t channels, nd::Size2d kernel, Conv2DOptions options)
     : channels_(channels),
       kernel_(kernel),
+      options_(options),
       conv_{.stride = options.stride,
             .padding = options.padding,
             .dilation = options.dilation,
@@ -31,6 +32,26 @@ Conv2D::Conv2D(std::int64_t channels, nd::Size2d kernel, Conv2DOptions options)
     bias_ =
         register_parameter("bias", {channels}, {.dtype = options.dtype, .init = options.bias_init});
   }
+}
+
+std::shared_ptr<Block> Conv2D::clone_structure() const {
+  return std::make_shared<Conv2D>(channels_, kernel_, options_);
+}
+
+std::shared_ptr<Block> MaxPool2D::clone_structure() const {
+  auto twin = std::make_shared<MaxPool2D>();
+  twin->options_ = options_;
+  return twin;
+}
+
+std::shared_ptr<Block> AvgPool2D::clone_structure() const {
+  auto twin = std::make_shared<AvgPool2D>();
+  twin->options_ = options_;
+  return twin;
+}
+
+std::shared_ptr<Block> GlobalAvgPool2D::clone_structure() const {
+  return std::make_shared<GlobalAvgPool2D>();
 }
 
 Parameter& Conv2D::bias() const {

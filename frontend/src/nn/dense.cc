@@ -8,7 +8,7 @@
 namespace tandem::nn {
 
 Dense::Dense(std::int64_t units, ActivationType activation, DenseOptions options)
-    : units_(units), activation_(activation) {
+    : units_(units), activation_(activation), options_(options) {
   if (units < 1 || options.in_units < 0) {
     throw Error("tandem: Dense: units must be >= 1 and in_units >= 0 (0: inferred), got units " +
                 std::to_string(units) + ", in_units " + std::to_string(options.in_units));
@@ -19,6 +19,10 @@ Dense::Dense(std::int64_t units, ActivationType activation, DenseOptions options
     bias_ =
         register_parameter("bias", {units}, {.dtype = options.dtype, .init = options.bias_init});
   }
+}
+
+std::shared_ptr<Block> Dense::clone_structure() const {
+  return std::make_shared<Dense>(units_, activation_, options_);
 }
 
 Parameter& Dense::bias() const {

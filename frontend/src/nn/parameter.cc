@@ -54,18 +54,38 @@ void Parameter::set_shape(const nd::Shape& shape) {
   }
 }
 
-void Parameter::initialize(const Initializer& init, const std::vector<Device>& devices,
-                           bool force_reinit) {
+void Parameter::check_devices(const char* call, const std::vector<Device>& devices) const {
   if (devices.empty()) {
-    throw Error("tandem: Parameter '" + name_ + "': initialize with no device");
+    throw Error("tandem: Parameter '" + name_ + "': " + call + " with no device");
   }
   for (std::size_t i = 0; i < devices.size(); ++i) {
     if (std::find(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(i), devices[i]) !=
         devices.begin() + static_cast<std::ptrdiff_t>(i)) {
       throw Error("tandem: Parameter '" + name_ + "': the device " + to_string(devices[i]) +
-                  " appears twice in initialize's devices (" + device_list(devices) + ")");
+                  " appears twice in " + call + "'s devices (" + device_list(devices) + ")");
     }
   }
+}
+
+void Parameter::reset_devices(const std::vector<Device>& devices) {
+  check_devices("reset_devices", devices);
+  if (!initialized()) {
+    devices_ = devices;
+    return;
+  }
+  auto paused = autograd::pause();
+  const nd::NDArray values = data_.front();
+  std::vector<nd::NDArray> copies;
+  copies.reserve(devices.size());
+  for (const Device& device : devices) copies.push_back(values.copyto(device));
+  devices_ = devices;
+  data_ = std::move(copies);
+  attach_gradients();
+}
+
+void Parameter::initialize(const Initializer& init, const std::vector<Device>& devices,
+                           bool force_reinit) {
+  check_devices("initialize", devices);
   if ((initialized() || deferred()) && !force_reinit) return;
   data_.clear();
   devices_ = devices;

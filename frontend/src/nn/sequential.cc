@@ -5,6 +5,12 @@
 
 namespace tandem::nn {
 
+std::shared_ptr<Block> Sequential::clone_structure() const {
+  auto twin = std::make_shared<Sequential>();
+  for (const auto& [name, child] : children()) twin->add(child->clone_structure());
+  return twin;
+}
+
 nd::NDArray Sequential::forward(const nd::NDArray& x) {
   nd::NDArray y = x;
   for (const auto& [name, child] : children()) y = child->forward(y);

@@ -78,6 +78,7 @@ void Trainer::update(std::int64_t batch_size) {
   auto paused = autograd::pause();
   const double processes = cross_process_ ? static_cast<double>(cross_process_->size()) : 1.0;
   optimizer_->set_rescale_grad(1.0 / (static_cast<double>(batch_size) * processes));
+  if (lr_scheduler_) optimizer_->set_learning_rate(lr_scheduler_->learning_rate(steps_));
   ++steps_;
   for (Slot& slot : slots_) {
     if (slot.parameter->grad_req() == GradReq::null) continue;  // frozen since construction

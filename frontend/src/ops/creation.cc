@@ -109,6 +109,7 @@ NDArray arange(double start, double stop, double step, DType dtype, Device devic
   if (count > 9.2e18) {
     throw Error("tandem: arange: " + std::to_string(count) + " elements overflow a 64-bit size");
   }
+  detail::check_computable("arange", dtype);
   const auto n = static_cast<std::int64_t>(std::max(0.0, count));
   NDArray out = detail::allocate_array(current_engine(), Shape{n}, dtype, device, "arange");
   const detail::DenseRef data = detail::dense_ref(out);

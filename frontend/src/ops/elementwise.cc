@@ -25,6 +25,7 @@ NDArray binary(BinaryOp op, const NDArray& a, const NDArray& b) {
   const char* name = ops::op_name(op);
   Engine& engine = detail::check_same_place(name, {&a, &b});
   detail::check_same_dtype(name, a, b);
+  detail::check_computable(name, a.dtype());
   if (ops::needs_floating(op)) detail::check_floating(name, a.dtype());
   const Shape shape = ops::broadcast_shapes(a.shape(), b.shape(), name);
   NDArray out = detail::allocate_array(engine, shape, a.dtype(), a.device(), name);
@@ -44,6 +45,7 @@ void check_scalar_divisor(BinaryOp op, DType dtype, double scalar) {
 NDArray binary_scalar(BinaryOp op, const NDArray& a, double scalar, bool scalar_first) {
   const char* name = ops::op_name(op);
   detail::check_defined(name, a);
+  detail::check_computable(name, a.dtype());
   if (ops::needs_floating(op)) detail::check_floating(name, a.dtype());
   if (!scalar_first) check_scalar_divisor(op, a.dtype(), scalar);
   NDArray out = detail::allocate_array(a.engine(), a.shape(), a.dtype(), a.device(), name);
@@ -56,6 +58,7 @@ NDArray binary_scalar(BinaryOp op, const NDArray& a, double scalar, bool scalar_
 NDArray unary(UnaryOp op, const NDArray& x) {
   const char* name = ops::op_name(op);
   detail::check_defined(name, x);
+  detail::check_computable(name, x.dtype());
   if (ops::needs_floating(op)) detail::check_floating(name, x.dtype());
   NDArray out = detail::allocate_array(x.engine(), x.shape(), x.dtype(), x.device(), name);
   detail::push_unary(op, x, out);
@@ -67,6 +70,7 @@ void in_place(BinaryOp op, NDArray& target, const NDArray& other) {
   const char* name = ops::op_name(op);
   detail::check_same_place(name, {&target, &other});
   detail::check_same_dtype(name, target, other);
+  detail::check_computable(name, target.dtype());
   const Shape shape = ops::broadcast_shapes(target.shape(), other.shape(), name);
   if (!(shape == target.shape())) {
     throw Error(std::string("tandem: ") + name + " (in place): the result would have shape " +

@@ -78,6 +78,20 @@ void Generator::seed(std::uint64_t seed) {
       cpu(), {}, {state_->var}, {.name = "random.seed"});
 }
 
+GeneratorSnapshot Generator::snapshot() const {
+  state_->engine->wait_for_var(state_->var);
+  return {state_->stream->seed, state_->stream->counter};
+}
+
+void Generator::restore(const GeneratorSnapshot& snapshot) {
+  detail::PhiloxStream* stream = state_->stream;
+  state_->engine->push(
+      [stream, snapshot] {
+        *stream = detail::PhiloxStream{snapshot.seed, snapshot.counter};
+      },
+      cpu(), {}, {state_->var}, {.name = "random.restore"});
+}
+
 Engine& Generator::engine() const {
   return *state_->engine;
 }

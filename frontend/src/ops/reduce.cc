@@ -18,6 +18,7 @@ namespace {
 
 void check_reducible(ReduceOp op, const NDArray& x, std::int64_t count) {
   const char* name = ops::op_name(op);
+  detail::check_computable(name, x.dtype());
   if (ops::needs_floating(op)) detail::check_floating(name, x.dtype());
   if (!ops::reduces_empty(op) && count == 0) {
     throw Error(std::string("tandem: ") + name + ": cannot reduce zero elements (shape " +

@@ -41,13 +41,13 @@ void copy_typed(const ArrayView& in, const ArrayView& out) {
 }  // namespace
 
 void copy(const ArrayView& in, const ArrayView& out) {
-  dispatch_dtype(out.dtype, [&]<class To>(To) {
-    dispatch_dtype(in.dtype, [&]<class From>(From) { copy_typed<To, From>(in, out); });
+  dispatch_storage_dtype(out.dtype, [&]<class To>(To) {
+    dispatch_storage_dtype(in.dtype, [&]<class From>(From) { copy_typed<To, From>(in, out); });
   });
 }
 
 void fill(const ArrayView& out, double value) {
-  dispatch_dtype(out.dtype, [&]<class T>(T) {
+  dispatch_storage_dtype(out.dtype, [&]<class T>(T) {
     T v = convert<T>(value);
     copy_typed<T, T>(ArrayView{&v, out.dtype, out.shape, {}}, out);
   });

@@ -33,5 +33,14 @@ namespace detail {
 // stream from one thread at a time (stream order would be meaningless otherwise).
 cublasHandle_t cublas_handle(Stream& stream);
 
+// How the libraries behind a gpu(i) stream may compute: its accelerator's
+// AcceleratorConfig::allow_tf32 and ::use_cudnn. Throws tandem::Error for a stream that is not
+// a gpu(i) stream.
+struct CudaLibraryOptions {
+  bool allow_tf32 = false;
+  bool use_cudnn = true;
+};
+CudaLibraryOptions library_options(Stream& stream);
+
 }  // namespace detail
 }  // namespace tandem

@@ -35,9 +35,11 @@ class CudaAccelerator final : public Accelerator {
         pinned_pool_(tandem::cuda(id), "pinned host memory",
                      std::make_unique<CudaPinnedAllocator>(id)),
         streams_(tandem::cuda(id), config.compute_streams,
-                 [this, tf32 = config.allow_tf32](Queue queue, int index, std::string name) {
+                 [this, options = CudaLibraryOptions{.allow_tf32 = config.allow_tf32,
+                                                     .use_cudnn = config.use_cudnn}](
+                     Queue queue, int index, std::string name) {
                    return std::make_unique<CudaStream>(id_, queue, index, std::move(name), events_,
-                                                       clock_, tf32);
+                                                       clock_, options);
                  }) {
     cudaDeviceProp properties{};
     TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&properties, id), id);
@@ -133,6 +135,10 @@ cublasHandle_t cublas_handle(Stream& stream) {
     });
   }
   return own.cublas();
+}
+
+CudaLibraryOptions library_options(Stream& stream) {
+  return cuda_stream_of(stream, "library_options").library_options();
 }
 
 }  // namespace detail

@@ -96,14 +96,14 @@ std::size_t cublas_workspace_bytes(int device) {
 
 CudaStream::CudaStream(int device, Queue queue, int index, std::string name,
                        std::shared_ptr<EventPool> events, std::shared_ptr<DeviceClock> clock,
-                       bool allow_tf32)
+                       CudaLibraryOptions options)
     : device_(device),
       queue_(queue),
       index_(index),
       name_(std::move(name)),
       events_(std::move(events)),
       clock_(std::move(clock)),
-      allow_tf32_(allow_tf32) {
+      options_(options) {
   DeviceGuard guard(device_);
   // Non-blocking: no implicit synchronization with the legacy default stream, so work that
   // some library puts there does not serialize tandem's streams.
@@ -303,9 +303,9 @@ cublasHandle_t CudaStream::cublas() {
       TANDEM_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, bytes), device_);
       // Strict fp32 unless TF32 was asked for (AcceleratorConfig::allow_tf32); set here once,
       // never per call.
-      TANDEM_CUBLAS_CHECK(
-          cublasSetMathMode(handle, allow_tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-          device_);
+      TANDEM_CUBLAS_CHECK(cublasSetMathMode(handle, options_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                        : CUBLAS_DEFAULT_MATH),
+                          device_);
     } catch (...) {
       cublasDestroy(handle);
       if (workspace != nullptr) cudaFree(workspace);

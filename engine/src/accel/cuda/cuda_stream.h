@@ -32,6 +32,7 @@
 
 #include "cuda_event.h"
 #include "stream_segment.h"
+#include "tandem/accel/cuda.h"
 #include "tandem/accel/stream.h"
 
 namespace tandem::detail {
@@ -39,10 +40,11 @@ namespace tandem::detail {
 class CudaStream final : public Stream {
  public:
   // `name`: the profiler's lane name (StreamSet::name).
-  // `allow_tf32`: AcceleratorConfig::allow_tf32, the math mode of its cuBLAS handle.
+  // `options`: AcceleratorConfig::allow_tf32 (the math mode of its cuBLAS handle) and
+  // ::use_cudnn, which the kernels read through library_options().
   CudaStream(int device, Queue queue, int index, std::string name,
              std::shared_ptr<EventPool> events, std::shared_ptr<DeviceClock> clock,
-             bool allow_tf32 = false);
+             CudaLibraryOptions options = {});
   ~CudaStream() override;
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
@@ -67,6 +69,7 @@ class CudaStream final : public Stream {
   cudaStream_t handle() const { return stream_; }
   // The stream's cuBLAS handle, created on first use (compute streams only).
   cublasHandle_t cublas();
+  const CudaLibraryOptions& library_options() const { return options_; }
 
  private:
   StreamSegment& open_segment();  // the current segment, created when first needed
@@ -94,7 +97,7 @@ class CudaStream final : public Stream {
   // A graph capture is open: set and read by the thread that drives the stream.
   bool capturing_ = false;
 
-  const bool allow_tf32_;
+  const CudaLibraryOptions options_;
   std::once_flag cublas_once_;
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;

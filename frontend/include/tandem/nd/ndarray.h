@@ -53,6 +53,9 @@ inline constexpr DType float32 = DType::float32;
 inline constexpr DType float64 = DType::float64;
 inline constexpr DType int32 = DType::int32;
 inline constexpr DType int64 = DType::int64;
+// Storage only (images from a file): create, copy, astype, save/load and print; astype to a
+// compute type before any arithmetic.
+inline constexpr DType uint8 = DType::uint8;
 
 namespace detail {
 struct NDArrayAccess;

@@ -23,6 +23,13 @@ namespace detail {
 struct GeneratorState;
 }
 
+// Where a generator's stream stands: its seed and the next Philox block (a checkpoint of the
+// random state; Generator::snapshot / restore).
+struct GeneratorSnapshot {
+  std::uint64_t seed = 0;
+  std::uint64_t counter = 0;
+};
+
 class Generator {
  public:
   // A new stream on the current engine (see nd::EngineScope).
@@ -31,6 +38,12 @@ class Generator {
 
   // Restarts the stream from `seed`, after every draw made so far (an op on the generator's var).
   void seed(std::uint64_t seed);
+  // Where the stream stands after every draw queued so far. A sync point: waits for those
+  // draws (and rethrows an error one of them raised).
+  GeneratorSnapshot snapshot() const;
+  // Puts the stream where `snapshot` says, after every draw made so far (an op on the
+  // generator's var): the draws that follow repeat those that followed the snapshot.
+  void restore(const GeneratorSnapshot& snapshot);
   Engine& engine() const;
   Var var() const;
   detail::GeneratorState& state() const { return *state_; }

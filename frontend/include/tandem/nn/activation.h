@@ -23,6 +23,9 @@ class Activation : public Block {
  public:
   explicit Activation(ActivationType type) : type_(type) {}
   nd::NDArray forward(const nd::NDArray& x) override { return activate(x, type_); }
+  std::shared_ptr<Block> clone_structure() const override {
+    return std::make_shared<Activation>(type_);
+  }
   ActivationType type() const { return type_; }
 
  private:

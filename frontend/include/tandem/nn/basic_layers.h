@@ -13,6 +13,7 @@ namespace tandem::nn {
 class Flatten : public Block {
  public:
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
 };
 
 // While training (autograd::record() in train mode), zeroes each element with probability
@@ -23,6 +24,7 @@ class Dropout : public Block {
  public:
   explicit Dropout(double rate, std::uint64_t seed = 0);
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
   double rate() const { return rate_; }
 
  private:

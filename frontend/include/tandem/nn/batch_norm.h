@@ -28,6 +28,7 @@ class BatchNorm : public Block {
  public:
   explicit BatchNorm(BatchNormOptions options = {});
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
 
   Parameter& gamma() const { return *gamma_; }
   Parameter& beta() const { return *beta_; }

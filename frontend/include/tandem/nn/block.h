@@ -106,6 +106,29 @@ class Block {
   // collect_params().initialize(...): Gluon's net.initialize(init, ctx).
   void initialize(const Initializer& init = Uniform(), const std::vector<Device>& devices = {cpu()},
                   bool force_reinit = false);
+  // Moves every parameter to `device` (Parameter::reset_devices: the values of each one's
+  // first copy, copied there; gradients zero), or replicates it on `devices` for data
+  // parallelism; forgets hybridize's recordings. Parameters not initialized yet will be made
+  // there. Returns *this, so that  net.to(tandem::sim(0))(x)  reads naturally.
+  //   net.to(tandem::sim(1));
+  //   net.to({tandem::sim(0), tandem::sim(1)});
+  Block& to(Device device) { return to(std::vector<Device>{device}); }
+  Block& to(const std::vector<Device>& devices);
+  // A new, independent network of the same structure and settings, with parameters of its
+  // own that hold copies of this block's values on the same devices (queued copies), the same
+  // dtypes and grad_reqs. Parameters not initialized yet (or whose shape is still deferred) are
+  // left uninitialized in the clone; hybridize's recordings are not copied. Throws
+  // tandem::Error naming the class when a block of the tree does not override
+  // clone_structure().
+  //   std::shared_ptr<nn::Block> twin = net.clone();
+  std::shared_ptr<Block> clone() const;
+  // A new block of the same class and settings, with fresh, uninitialized parameters: what
+  // clone() builds before it copies the values. The library's layers and Sequential override
+  // it; a user block overrides it to be cloneable, e.g.
+  //   std::shared_ptr<nn::Block> clone_structure() const override {
+  //     return std::make_shared<Residual>(width_);
+  //   }
+  virtual std::shared_ptr<Block> clone_structure() const;
   // Converts every parameter to `dtype` (e.g. float64 for gradient checks).
   void cast(nd::DType dtype);
 

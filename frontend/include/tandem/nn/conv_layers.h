@@ -43,6 +43,7 @@ class Conv2D : public Block {
   Conv2D(std::int64_t channels, nd::Size2d kernel, Conv2DOptions options = {});
 
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
 
   std::int64_t channels() const { return channels_; }
   Parameter& weight() const { return *weight_; }
@@ -52,6 +53,7 @@ class Conv2D : public Block {
  private:
   std::int64_t channels_;
   nd::Size2d kernel_;
+  Conv2DOptions options_;
   nd::Conv2dOptions conv_;
   ActivationType activation_;
   std::shared_ptr<Parameter> weight_;
@@ -63,6 +65,7 @@ class MaxPool2D : public Block {
  public:
   explicit MaxPool2D(nd::Size2d pool_size = 2, nd::Size2d stride = 0, nd::Size2d padding = 0);
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
 
  private:
   nd::Pool2dOptions options_;
@@ -74,6 +77,7 @@ class AvgPool2D : public Block {
   explicit AvgPool2D(nd::Size2d pool_size = 2, nd::Size2d stride = 0, nd::Size2d padding = 0,
                      bool count_include_pad = true);
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
 
  private:
   nd::Pool2dOptions options_;
@@ -83,6 +87,7 @@ class AvgPool2D : public Block {
 class GlobalAvgPool2D : public Block {
  public:
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
 };
 
 }  // namespace tandem::nn

@@ -31,6 +31,7 @@ class Dense : public Block {
                  DenseOptions options = {});
 
   nd::NDArray forward(const nd::NDArray& x) override;
+  std::shared_ptr<Block> clone_structure() const override;
 
   std::int64_t units() const { return units_; }
   Parameter& weight() const { return *weight_; }
@@ -40,6 +41,7 @@ class Dense : public Block {
  private:
   std::int64_t units_;
   ActivationType activation_;
+  DenseOptions options_;
   std::shared_ptr<Parameter> weight_;
   std::shared_ptr<Parameter> bias_;  // null without bias
 };

@@ -34,6 +34,9 @@ class Optimizer {
   virtual void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
                       std::vector<nd::NDArray>& state) const = 0;
   virtual std::string name() const = 0;
+  // Whether update() computes with its step count `t` on the host (Adam's bias correction):
+  // a replayed training step (nn::TrainingStep) would freeze it at its recording.
+  virtual bool update_reads_step_count() const { return false; }
 
   double learning_rate() const { return learning_rate_; }
   void set_learning_rate(double learning_rate) { learning_rate_ = learning_rate; }
@@ -74,6 +77,7 @@ class Adam : public Optimizer {
   void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
               std::vector<nd::NDArray>& state) const override;
   std::string name() const override { return "adam"; }
+  bool update_reads_step_count() const override { return true; }
 
  private:
   double beta1_, beta2_, epsilon_;

@@ -79,6 +79,11 @@ class Parameter {
   std::vector<nd::NDArray> list_grad() const;
   const std::vector<Device>& devices() const { return devices_; }
 
+  // Puts the parameter on `devices` (distinct): one copy on each with the values of the
+  // current first copy (queued copies); the gradients start at zero. Before initialization
+  // (or while it is deferred) it only changes where the copies will be made. Gluon's
+  // reset_ctx. Throws tandem::Error for no device or a device listed twice.
+  void reset_devices(const std::vector<Device>& devices);
   // Writes `value` (any device, the parameter's shape and dtype) into every copy (queued).
   void set_data(const nd::NDArray& value);
   // Sets every gradient to zero (queued); for grad_req add between steps.
@@ -107,6 +112,8 @@ class Parameter {
 
  private:
   void create_copies(const Initializer& init);
+  // Throws tandem::Error for no device or one listed twice; `call` names the caller.
+  void check_devices(const char* call, const std::vector<Device>& devices) const;
   void attach_gradients();
   [[noreturn]] void throw_unavailable(const char* what) const;
 

@@ -32,6 +32,8 @@ class Sequential : public Block {
   }
 
   nd::NDArray forward(const nd::NDArray& x) override;
+  // A Sequential of the children's clone_structure(), in order.
+  std::shared_ptr<Block> clone_structure() const override;
 
   std::size_t size() const { return children().size(); }
   // The i-th block; throws tandem::Error when there is none.

@@ -40,11 +40,13 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "tandem/nn/block.h"
 #include "tandem/nn/gradient_exchange.h"
+#include "tandem/nn/lr_scheduler.h"
 #include "tandem/nn/optimizer.h"
 
 namespace tandem::nn {
@@ -82,11 +84,50 @@ class Trainer {
   void allreduce_grads();
   // The exchange of during_backward mode (null in at_step mode).
   const GradientExchange* exchange() const { return exchange_.get(); }
+  // Whether gradients are summed across processes (TrainerOptions::cross_process).
+  bool across_processes() const { return cross_process_ != nullptr; }
 
   Optimizer& optimizer() const { return *optimizer_; }
   double learning_rate() const { return optimizer_->learning_rate(); }
   void set_learning_rate(double learning_rate) { optimizer_->set_learning_rate(learning_rate); }
   long steps() const { return steps_; }
+  // The learning rate the next update will use: the schedule's for the next step, else the
+  // optimizer's current rate.
+  double next_learning_rate() const {
+    return lr_scheduler_ ? lr_scheduler_->learning_rate(steps_) : optimizer_->learning_rate();
+  }
+  // The host bookkeeping of update() for a step whose array work was replayed from a recording
+  // (nn::TrainingStep): the schedule's rate is set and steps() advances; no array is touched.
+  void count_replayed_step() {
+    if (lr_scheduler_) optimizer_->set_learning_rate(lr_scheduler_->learning_rate(steps_));
+    ++steps_;
+  }
+
+  // From now on each update first sets the learning rate to schedule->learning_rate(steps()),
+  // the number of updates done before it (null: the rate stays where it is set).
+  void set_lr_scheduler(std::shared_ptr<const LRScheduler> schedule) {
+    lr_scheduler_ = std::move(schedule);
+  }
+  const LRScheduler* lr_scheduler() const { return lr_scheduler_.get(); }
+
+  // Writes what training needs to resume besides the parameters (save those with
+  // Block::save_parameters): the step count, the learning rate, the optimizer's state of every
+  // parameter copy (momentum, moments) and the current engine's default random generator
+  // (dropout masks, random initializers). A sync point. The file is written to a temporary
+  // file and renamed over `path` once complete, so a crash while writing leaves the previous
+  // checkpoint whole. Throws tandem::Error for a parameter that is not initialized or a file
+  // that cannot be written.
+  //   net.save_parameters("ckpt.params");
+  //   trainer.save_states("ckpt.states");
+  //   ... later, in a fresh process with the same network and optimizer ...
+  //   net.load_parameters("ckpt.params", devices);
+  //   trainer.load_states("ckpt.states");     // training goes on bit for bit
+  void save_states(const std::string& path) const;
+  // Reads a file written by save_states into this Trainer: the optimizer must be of the same
+  // kind and the parameters initialized on as many devices, with the same names and shapes.
+  // Everything is checked before anything changes; a mismatch throws tandem::Error naming the
+  // file and what differs.
+  void load_states(const std::string& path);
 
  private:
   struct Slot {
@@ -102,6 +143,7 @@ class Trainer {
   std::shared_ptr<Optimizer> optimizer_;
   std::unique_ptr<GradientExchange> exchange_;
   std::shared_ptr<CrossProcessReducer> cross_process_;
+  std::shared_ptr<const LRScheduler> lr_scheduler_;
   long steps_ = 0;
 };
 

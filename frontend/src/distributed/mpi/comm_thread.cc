@@ -21,6 +21,8 @@ MPI_Datatype mpi_type(std::int64_t dtype) {
       return MPI_INT32_T;
     case nd::DType::int64:
       return MPI_INT64_T;
+    case nd::DType::uint8:
+      return MPI_UINT8_T;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -50,6 +52,9 @@ void divide_for_mean(const Collective& collective, int size) {
       break;
     case nd::DType::int64:
       divide<std::int64_t>(collective.receive, count, size);
+      break;
+    case nd::DType::uint8:
+      divide<std::uint8_t>(collective.receive, count, size);
       break;
   }
 }
