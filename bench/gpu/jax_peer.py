@@ -8,12 +8,10 @@ no GPU. Adds {"workload": "mlp_step_whole", "system": "jax_jit", ...} to the res
 
     python3 bench/gpu/jax_peer.py --results bench/results/gpu.json [--quick]
 """
-import argparse
-import json
 import statistics
-import sys
 import time
-from pathlib import Path
+
+from peer_main import run_peer
 
 
 def peer_records(quick):
@@ -71,20 +69,7 @@ def peer_records(quick):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--results", required=True)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    path = Path(args.results)
-    existing = json.loads(path.read_text()) if path.exists() else []
-    kept = [r for r in existing if r.get("system") != "jax_jit"]
-    try:
-        peer = peer_records(args.quick)
-    except Exception as error:  # a failed peer must not lose the other records
-        reason = f"the JAX peer did not run: {type(error).__name__}: {error}"
-        print(f"jax_peer: skipped: {reason}", file=sys.stderr)
-        peer = [{"workload": "jax", "system": "jax_jit", "skipped": True, "reason": reason}]
-    path.write_text(json.dumps(kept + peer, indent=2) + "\n")
+    run_peer(__doc__.split("\n")[0], "jax_jit", "JAX", peer_records)
 
 
 if __name__ == "__main__":

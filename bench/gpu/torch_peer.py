@@ -10,12 +10,10 @@ results file, replacing earlier ones and keeping tandem's. When torch cannot be 
 no GPU, the peer's records say skipped and why, and the script exits 0.
 """
 
-import argparse
-import json
 import statistics
-import sys
 import time
-from pathlib import Path
+
+from peer_main import run_peer
 
 ROUNDS = 3
 SAMPLES = 1437  # the digits' training split, as bench_gpu
@@ -206,25 +204,7 @@ def peer_records(quick):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--results", required=True)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    path = Path(args.results)
-    existing = json.loads(path.read_text()) if path.exists() else []
-    kept = [r for r in existing if r.get("system") != "pytorch"]
-    reason = None
-    peer = []
-    try:
-        peer = peer_records(args.quick)
-    except ImportError as error:
-        reason = f"torch is not importable ({error})"
-    except Exception as error:  # a failed peer must not lose tandem's records
-        reason = f"the PyTorch peer failed: {type(error).__name__}: {error}"
-    if reason is not None:
-        print(f"torch_peer: skipped: {reason}", file=sys.stderr)
-        peer = [{"workload": "pytorch", "system": "pytorch", "skipped": True, "reason": reason}]
-    path.write_text(json.dumps(kept + peer, indent=2) + "\n")
+    run_peer(__doc__.split("\n")[0], "pytorch", "PyTorch", peer_records)
 
 
 if __name__ == "__main__":
