@@ -22,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,7 +29,6 @@ namespace {
 
 namespace nd = tandem::nd;
 namespace nn = tandem::nn;
-namespace fs = std::filesystem;
 
 struct Flags {
   std::vector<tandem::Device> devices{tandem::cpu()};
@@ -62,34 +60,16 @@ std::vector<tandem::Device> parse_devices(const std::string& list) {
   return devices;
 }
 
-// The IDX file `name` of `dir`: the plain file, or the .gz one unpacked into the temp directory
-// with gzip (tandem's own reader takes plain IDX files). Empty when neither is there.
-std::string idx_file(const std::string& dir, const std::string& name) {
-  const fs::path plain = fs::path(dir) / name;
-  if (fs::exists(plain)) return plain.string();
-  const fs::path packed = fs::path(dir) / (name + ".gz");
-  if (!fs::exists(packed)) return {};
-  const fs::path unpacked = fs::temp_directory_path() / ("tandem-fashion-mnist-" + name);
-  if (!fs::exists(unpacked) || fs::file_size(unpacked) == 0) {
-    const std::string command = "gzip -dc '" + packed.string() + "' > '" + unpacked.string() + "'";
-    if (std::system(command.c_str()) != 0) return {};
-  }
-  return unpacked.string();
-}
-
 struct Split {
   nd::NDArray images;  // (N, 1, 28, 28) float32 in [0, 1]
   nd::NDArray labels;  // (N) int32
 };
 
-Split load_split(const std::string& images_path, const std::string& labels_path,
-                 std::int64_t limit) {
-  nd::NDArray images = nd::read_idx(images_path, nd::float32);
-  nd::NDArray labels = nd::read_idx(labels_path, nd::int32);
-  std::int64_t n = images.shape()[0];
+// The first `limit` samples of `data` (all of them when limit <= 0).
+Split first(const tandem::data::LabeledData& data, std::int64_t limit) {
+  std::int64_t n = data.images.shape()[0];
   if (limit > 0 && limit < n) n = limit;
-  images = images.slice(0, n).reshape({n, 1, images.shape()[1], images.shape()[2]}) / 255.0;
-  return {images, labels.slice(0, n).copy()};
+  return {data.images.slice(0, n), data.labels.slice(0, n).copy()};
 }
 
 double evaluate_accuracy(nn::Block& net, const Split& test, tandem::Device device,
@@ -144,11 +124,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  const std::string train_images = idx_file(flags.data_dir, "train-images-idx3-ubyte");
-  const std::string train_labels = idx_file(flags.data_dir, "train-labels-idx1-ubyte");
-  const std::string test_images = idx_file(flags.data_dir, "t10k-images-idx3-ubyte");
-  const std::string test_labels = idx_file(flags.data_dir, "t10k-labels-idx1-ubyte");
-  if (train_images.empty() || train_labels.empty() || test_images.empty() || test_labels.empty()) {
+  if (!tandem::data::mnist_available(flags.data_dir)) {
     std::printf(
         "multi_device_concise: skipped: no Fashion-MNIST IDX files in %s "
         "(apt-get install dataset-fashion-mnist, or pass --data DIR)\n",
@@ -156,8 +132,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    const Split train = load_split(train_images, train_labels, flags.limit);
-    const Split test = load_split(test_images, test_labels, flags.limit);
+    // The IDX files, plain or gzipped (Debian's package ships them gzipped).
+    const tandem::data::MnistDataSet data = tandem::data::load_fashion_mnist(flags.data_dir);
+    const Split train = first(data.train, flags.limit);
+    const Split test = first(data.test, flags.limit);
     tandem::data::DataLoader loader(train.images, train.labels,
                                     {.batch_size = flags.batch_size, .shuffle = true, .seed = 1});
 
