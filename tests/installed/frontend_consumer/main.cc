@@ -2,8 +2,9 @@
 // libraries alone: trains a small network with autograd and a Trainer on cpu and a sim device,
 // hybridizes it, exports it and loads the export back, asks autograd::grad for a gradient,
 // runs a repeated loop of engine ops under tandem::AutoCapture, sums over a sim device and the
-// cpu (and is refused NCCL there, with the reason), and trains a hybridized block whose grad
-// request changes midway. Every step checks its result; any failure exits non-zero with what
+// cpu (and is refused NCCL there, with the reason), trains a hybridized block whose grad
+// request changes midway, and replays a whole training step (nn::TrainingStep) beside the new
+// array ops and loaders. Every step checks its result; any failure exits non-zero with what
 // went wrong.
 #include <tandem/auto_capture.h>
 #include <tandem/ops/collectives.h>
@@ -187,6 +188,88 @@ void hybridized_gradients_after_set_grad_req() {
   std::printf("hybridized gradients after set_grad_req: identical to eager\n");
 }
 
+// A message that `call` throws as tandem::Error, or "" when it throws nothing.
+template <class Call>
+std::string error_of(Call&& call) {
+  try {
+    call();
+  } catch (const tandem::Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// The calls added for issues 22 and 25, as an application uses them: a whole training step
+// replayed on sim(0) against the eager loop, where/clip/stack/split on sim(0) against the cpu
+// with nothing waited for between devices, pinned host arrays, and a bad input at each.
+void whole_step_and_new_array_ops() {
+  const tandem::Device sim = tandem::sim(0);
+  const Batch batch = make_batch(sim);
+  std::vector<double> losses[2];
+  for (int replayed = 0; replayed < 2; ++replayed) {
+    nd::random::seed(3);
+    nn::Sequential net;
+    net.add(nn::Dense(16, nn::relu, {.in_units = 4}))
+        .add(nn::Dense(2, nn::ActivationType::none, {.in_units = 16}));
+    net.initialize(nn::Xavier(), {sim});
+    nn::Trainer trainer(net.collect_params(), nn::SGD(0.5, 0.9));
+    nn::TrainingStep step(net, trainer, [](const nd::NDArray& out, const nd::NDArray& label) {
+      return nd::softmax_cross_entropy(out, label).mean();
+    });
+    for (int i = 0; i < 6; ++i) {
+      if (replayed == 1) {
+        losses[1].push_back(step(batch.x, batch.y, 1).copy().scalar());
+        continue;
+      }
+      nd::NDArray loss;
+      {
+        auto recording = autograd::record();
+        loss = nd::softmax_cross_entropy(net(batch.x), batch.y).mean();
+      }
+      loss.backward();
+      trainer.step(1);
+      losses[0].push_back(loss.scalar());
+    }
+    if (replayed == 1) require(step.last_call_replayed(), "TrainingStep did not replay");
+  }
+  require(losses[0] == losses[1], "a replayed TrainingStep differs from the eager steps");
+  {
+    nn::Sequential net;
+    net.add(nn::Dense(2, nn::ActivationType::none, {.in_units = 4}));
+    net.initialize(nn::Xavier(), {sim});
+    nn::Trainer adam(net.collect_params(), nn::Adam(0.01));
+    require(error_of([&] {
+              nn::TrainingStep step(
+                  net, adam, [](const nd::NDArray& o, const nd::NDArray&) { return o.sum(); });
+            }).find("step count") != std::string::npos,
+            "TrainingStep with Adam was not refused with the reason");
+  }
+
+  // Host data, pinned, copied to sim(0) and computed on there; the cpu twin computed meanwhile.
+  const nd::NDArray host = nd::from_vector(std::vector<float>{-2, -1, 0, 1, 2, 3}, {6});
+  const nd::NDArray pinned = host.pin_memory();
+  require(pinned.is_pinned(), "pin_memory did not give a pinned array");
+  const nd::NDArray on_sim = pinned.copyto(sim);
+  const nd::NDArray picked_sim = nd::where(on_sim > 0, nd::clip(on_sim, -1, 1), -5.0);
+  const nd::NDArray picked_cpu = nd::where(host > 0, nd::clip(host, -1, 1), -5.0);
+  const nd::NDArray stacked = nd::stack({picked_sim.copyto(tandem::cpu()), picked_cpu}, 0);
+  const std::vector<nd::NDArray> halves = nd::split(stacked, 2, 0);
+  require(halves.size() == 2 &&
+              halves[0].to_vector<float>() == std::vector<float>{-5, -5, -5, 1, 1, 1} &&
+              halves[1].to_vector<float>() == halves[0].to_vector<float>(),
+          "where/clip/stack/split on sim(0) and cpu disagree");
+  require(error_of([&] { (void)nd::where(on_sim > 0, host, host); }).find("sim(0)") !=
+              std::string::npos,
+          "where across devices was not refused naming the device");
+  require(error_of([&] { (void)nd::split(stacked, 3, 0); }).find("split") != std::string::npos,
+          "an uneven split was not refused");
+  require(error_of([] {
+            (void)tandem::data::load_fashion_mnist("/nonexistent-tandem-dir");
+          }).find("/nonexistent-tandem-dir") != std::string::npos,
+          "load_fashion_mnist of a missing folder did not name it");
+  std::printf("TrainingStep, where/clip/stack/split, pinned arrays, Fashion-MNIST errors: OK\n");
+}
+
 }  // namespace
 
 int main() {
@@ -203,6 +286,7 @@ int main() {
     repeated_loop_under_auto_capture();
     allreduce_and_nccl_refusal();
     hybridized_gradients_after_set_grad_req();
+    whole_step_and_new_array_ops();
     std::printf("frontend consumer: OK\n");
     return 0;
   } catch (const std::exception& error) {
