@@ -37,7 +37,10 @@
 //   (NCCL across processes for GPU arrays is not built yet).
 // - One ProcessGroup per process at a time (MPI is initialised once). Its destructor waits
 //   for the collectives queued so far (up to the timeout), then finalises MPI if it
-//   initialised it.
+//   initialised it. A healthy group first meets at a closing barrier (up to the timeout); a
+//   broken one does not, and Open MPI's fence at the start of MPI_Finalize is turned off
+//   (its MCA parameter async_mpi_finalize, set when tandem initialises MPI), so a survivor
+//   of a dead rank exits instead of waiting for it at MPI_Finalize.
 #pragma once
 
 #include <chrono>

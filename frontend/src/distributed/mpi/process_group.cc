@@ -128,6 +128,14 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : impl_(std::make_shared
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {
+      // Open MPI's MPI_Finalize starts with a fence across every process of the job (a PMIx
+      // barrier). After a rank has died that fence can wait for it forever, so a survivor
+      // would hang at exit after reporting the error. Open MPI's own MCA parameter
+      // async_mpi_finalize (ompi_info --level 9: "Do not perform a barrier at the beginning of
+      // MPI_Finalize") turns the fence off; the destructor then synchronises the ranks itself,
+      // with a timeout, and only while the group is healthy. Read once by MPI_Init, from the
+      // environment; a value the user set is kept. Other MPI libraries ignore the variable.
+      setenv("OMPI_MCA_async_mpi_finalize", "1", /*overwrite=*/0);
       int provided = 0;
       check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
                 "MPI_Init_thread");
@@ -172,7 +180,12 @@ ProcessGroup::~ProcessGroup() {
   const bool drained = impl_->comm->wait_resolved(queued, 2 * impl_->options.timeout);
   const bool healthy = drained && impl_->comm->broken().empty();
   impl_->comm->stop();
-  if (healthy) {
+  // This thread makes the last MPI calls (the comm thread has joined). A healthy group meets
+  // at a closing barrier, the synchronisation MPI_Finalize's fence would have given (every rank
+  // has finished its collectives, so nothing it needs is still on the wire); a broken one, whose
+  // peers may be dead, finalises without meeting anyone, so a survivor exits instead of waiting
+  // for a dead rank.
+  if (healthy && detail::closing_barrier(impl_->data_comm, impl_->options.timeout)) {
     MPI_Comm_free(&impl_->header_comm);
     MPI_Comm_free(&impl_->data_comm);
   }
