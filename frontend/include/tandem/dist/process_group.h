@@ -69,7 +69,9 @@ class ProcessGroup : public nn::CrossProcessReducer {
  public:
   // Initialises MPI (MPI_Init_thread, asking for MPI_THREAD_MULTIPLE) unless the program did,
   // and starts the comm thread. Throws tandem::Error when MPI cannot be initialised, when
-  // another ProcessGroup is alive, or when MPI was finalised already.
+  // another ProcessGroup is alive, when MPI was finalised already, or when WORLD_SIZE (set by
+  // torchrun-style launchers) differs from the number of processes MPI connects: processes
+  // started without mpirun (or tandem-run) would each train alone.
   explicit ProcessGroup(ProcessGroupOptions options = ProcessGroupOptions::from_env());
   ~ProcessGroup() override;
   ProcessGroup(const ProcessGroup&) = delete;
@@ -77,6 +79,10 @@ class ProcessGroup : public nn::CrossProcessReducer {
 
   int rank() const override;
   int size() const override;
+  // This process's index among the processes of its machine (those that share memory with it),
+  // and their number: the GPU to take is typically cuda(local_rank()) (torchrun's LOCAL_RANK).
+  int local_rank() const;
+  int local_size() const;
   const ProcessGroupOptions& options() const;
 
   // In place: every rank's `array` becomes the sum (mean, max) over the ranks. Mean divides

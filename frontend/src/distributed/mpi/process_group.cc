@@ -35,6 +35,21 @@ void check_mpi(int code, const char* what) {
   }
 }
 
+// A torchrun-style launcher (WORLD_SIZE, RANK) starts processes that MPI does not connect: each
+// would initialise as a group of one and train alone, silently. Say so instead.
+void check_launcher(int mpi_size) {
+  const char* world_size = std::getenv("WORLD_SIZE");
+  if (world_size == nullptr || *world_size == '\0') return;
+  char* end = nullptr;
+  const long expected = std::strtol(world_size, &end, 10);
+  if (*end != '\0' || expected == mpi_size) return;
+  throw Error("tandem::dist: WORLD_SIZE=" + std::string(world_size) +
+              " (a torchrun-style launcher) but MPI connects " + std::to_string(mpi_size) +
+              " process(es): tandem::dist starts its processes with mpirun; run `tandem-run -np " +
+              std::string(world_size) + " PROGRAM` (or mpirun -np " + std::string(world_size) +
+              "), or unset WORLD_SIZE");
+}
+
 }  // namespace
 
 ProcessGroupOptions ProcessGroupOptions::from_env() {
@@ -57,6 +72,8 @@ struct ProcessGroup::Impl {
   bool initialised_mpi = false;
   int rank = 0;
   int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
   MPI_Comm header_comm = MPI_COMM_NULL;
   MPI_Comm data_comm = MPI_COMM_NULL;
   // Shared with the queued ops: one that runs after the group is gone fails its collective.
@@ -155,6 +172,15 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : impl_(std::make_shared
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &impl_->rank), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &impl_->size), "MPI_Comm_size");
+    check_launcher(impl_->size);
+    // The ranks on this machine: the processes that can share memory with this one.
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, impl_->rank, MPI_INFO_NULL,
+                                  &node),
+              "MPI_Comm_split_type");
+    MPI_Comm_rank(node, &impl_->local_rank);
+    MPI_Comm_size(node, &impl_->local_size);
+    MPI_Comm_free(&node);
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->header_comm), "MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->data_comm), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(impl_->header_comm, MPI_ERRORS_RETURN);
@@ -200,6 +226,14 @@ int ProcessGroup::rank() const {
 
 int ProcessGroup::size() const {
   return impl_->size;
+}
+
+int ProcessGroup::local_rank() const {
+  return impl_->local_rank;
+}
+
+int ProcessGroup::local_size() const {
+  return impl_->local_size;
 }
 
 const ProcessGroupOptions& ProcessGroup::options() const {
