@@ -275,6 +275,18 @@ struct GradientExchange::State {
     summed_during_backward = 0;
   }
 
+  // The parameter names of each bucket of `plan`. Caller holds the mutex.
+  std::vector<std::vector<std::string>> names_of(
+      const std::vector<std::vector<std::size_t>>& plan) const {
+    std::vector<std::vector<std::string>> names;
+    for (const std::vector<std::size_t>& bucket : plan) {
+      std::vector<std::string>& bucket_names = names.emplace_back();
+      for (const std::size_t member : bucket)
+        bucket_names.push_back(slots[member].parameter->name());
+    }
+    return names;
+  }
+
   std::mutex mutex;
   std::vector<Slot> slots;
   std::size_t summed_during_backward = 0;
@@ -358,13 +370,12 @@ std::size_t GradientExchange::cross_process_buckets() const {
 
 std::vector<std::vector<std::string>> GradientExchange::bucket_plan() const {
   const std::lock_guard<std::mutex> lock(state_->mutex);
-  std::vector<std::vector<std::string>> plan;
-  for (const std::vector<std::size_t>& bucket : state_->buckets) {
-    std::vector<std::string>& names = plan.emplace_back();
-    for (const std::size_t member : bucket)
-      names.push_back(state_->slots[member].parameter->name());
-  }
-  return plan;
+  return state_->names_of(state_->buckets);
+}
+
+std::vector<std::vector<std::string>> GradientExchange::cross_process_bucket_plan() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->names_of(state_->cross_buckets);
 }
 
 }  // namespace tandem::nn

@@ -108,8 +108,10 @@ class GradientExchange {
   std::size_t summed_during_backward() const;
   // Buckets of the plan (0 before it is made: see above).
   std::size_t buckets() const;
-  // Buckets of the plan across processes (0 before it is made, or without cross_process).
+  // Buckets of the plan across processes (0 before it is made, or without cross_process), and
+  // each one's parameter names, the bucket of the last-ready gradient first.
   std::size_t cross_process_buckets() const;
+  std::vector<std::vector<std::string>> cross_process_bucket_plan() const;
   // The plan: each bucket's parameter names, the bucket of the last-ready gradient first
   // (empty before the plan is made).
   std::vector<std::vector<std::string>> bucket_plan() const;
