@@ -33,8 +33,12 @@
 //   every later collective fails at once with the first error, instead of hanging.
 //   Open MPI's mpirun ends the whole job when a process exits with a non-zero status; run with
 //   `--mca orte_abort_on_non_zero_status 0` to let the others report it.
-// - Arrays must be contiguous and on the cpu; anything else is a tandem::Error at the call
-//   (NCCL across processes for GPU arrays is not built yet).
+// - Arrays must be contiguous and on the cpu (MPI), or, for allreduce and broadcast, on a cuda
+//   device (NCCL across the processes: one communicator per device, made on first use with
+//   ncclCommInitRank from a unique id rank 0 broadcasts over MPI; libnccl.so.2 dlopen'ed; each
+//   collective one op on the device's comm queue, in call order). Anything else, or a gpu array
+//   where NCCL is not usable, is a tandem::Error at the call saying why. The NCCL path has no
+//   header check and no timeout yet: a mismatch or a dead rank is NCCL's to report.
 // - One ProcessGroup per process at a time (MPI is initialised once). Its destructor waits
 //   for the collectives queued so far (up to the timeout), then finalises MPI if it
 //   initialised it. A healthy group first meets at a closing barrier (up to the timeout); a
@@ -52,6 +56,10 @@
 #include "tandem/nn/cross_process.h"
 
 namespace tandem::dist {
+
+namespace detail {
+class NcclProcessGroup;
+}
 
 enum class ReduceOp { sum, mean, max };
 const char* reduce_op_name(ReduceOp op);
@@ -107,6 +115,10 @@ class ProcessGroup : public nn::CrossProcessReducer {
   struct Impl;
 
  private:
+  // The NCCL group for a cuda array (made on first use), or null for other arrays. Throws
+  // tandem::Error when the array is on cuda and NCCL is not usable, saying why.
+  detail::NcclProcessGroup* nccl_for(const nd::NDArray& array, const char* op);
+
   std::shared_ptr<Impl> impl_;
 };
 

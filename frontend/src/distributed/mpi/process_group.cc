@@ -15,10 +15,12 @@
 
 #include <climits>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <utility>
 
 #include "comm_thread.h"
+#include "nccl_process_group.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 
@@ -80,6 +82,9 @@ struct ProcessGroup::Impl {
   std::shared_ptr<detail::CommThread> comm;
   std::mutex push_mutex;
   std::uint64_t next_sequence = 0;  // guarded by push_mutex
+  // The NCCL communicators of gpu collectives, per device ordinal, made on first use.
+  std::mutex nccl_mutex;
+  std::map<int, std::unique_ptr<detail::NcclProcessGroup>> nccl;  // guarded by nccl_mutex
 
   // Pushes the probe and the op of `collective`; reads `input`'s var (if defined) and writes
   // `output`'s.
@@ -196,6 +201,10 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : impl_(std::make_shared
 }
 
 ProcessGroup::~ProcessGroup() {
+  {
+    const std::lock_guard<std::mutex> lock(impl_->nccl_mutex);
+    impl_->nccl.clear();  // waits for their collectives, destroys the communicators
+  }
   std::uint64_t queued = 0;
   {
     const std::lock_guard<std::mutex> lock(impl_->push_mutex);
@@ -249,6 +258,12 @@ namespace {
 
 void check_array(const char* op, const nd::NDArray& array) {
   if (!array.defined()) throw Error(std::string("tandem::dist::") + op + ": an undefined array");
+  if (array.device().kind == DeviceKind::cuda) {
+    throw Error(std::string("tandem::dist::") + op + ": the array (shape " +
+                array.shape().to_string() + ") is on " + to_string(array.device()) +
+                "; across processes gpu arrays go through NCCL, which does allreduce and "
+                "broadcast only (copy it with copyto(cpu()))");
+  }
   if (array.device() != cpu()) {
     throw Error(std::string("tandem::dist::") + op + ": the array (shape " +
                 array.shape().to_string() + ") is on " + to_string(array.device()) +
@@ -277,7 +292,27 @@ std::unique_ptr<detail::Collective> make_collective(detail::CollectiveKind kind,
 
 }  // namespace
 
+detail::NcclProcessGroup* ProcessGroup::nccl_for(const nd::NDArray& array, const char* op) {
+  if (!array.defined() || array.device().kind != DeviceKind::cuda) return nullptr;
+  const std::string why = detail::nccl_unusable(array);
+  if (!why.empty()) {
+    throw Error(std::string("tandem::dist::") + op + ": the array (shape " +
+                array.shape().to_string() + ") is on " + to_string(array.device()) +
+                ", and across processes gpu arrays go through NCCL, which is not usable: " + why +
+                ". Copy it with copyto(cpu()) to go through MPI");
+  }
+  const std::lock_guard<std::mutex> lock(impl_->nccl_mutex);
+  std::unique_ptr<detail::NcclProcessGroup>& group = impl_->nccl[array.device().id];
+  if (group == nullptr)
+    group = std::make_unique<detail::NcclProcessGroup>(*this, array.device().id);
+  return group.get();
+}
+
 void ProcessGroup::allreduce(nd::NDArray& array, ReduceOp op) {
+  if (detail::NcclProcessGroup* nccl = nccl_for(array, "allreduce")) {
+    nccl->allreduce(array, op);
+    return;
+  }
   check_array("allreduce", array);
   auto collective = make_collective(detail::CollectiveKind::allreduce, array);
   collective->header.reduce_op = static_cast<std::int64_t>(op);
@@ -287,11 +322,15 @@ void ProcessGroup::allreduce(nd::NDArray& array, ReduceOp op) {
 }
 
 void ProcessGroup::broadcast(nd::NDArray& array, int root) {
-  check_array("broadcast", array);
   if (root < 0 || root >= impl_->size) {
     throw Error("tandem::dist::broadcast: root " + std::to_string(root) +
                 " is not a rank of this group of " + std::to_string(impl_->size));
   }
+  if (detail::NcclProcessGroup* nccl = nccl_for(array, "broadcast")) {
+    nccl->broadcast(array, root);
+    return;
+  }
+  check_array("broadcast", array);
   auto collective = make_collective(detail::CollectiveKind::broadcast, array);
   collective->header.root = root;
   collective->input = array;
