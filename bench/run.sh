@@ -195,7 +195,8 @@ run_suite() {
 # ("distributed") quotes them by hand (TANDEM_DIST_BUILD=DIR: an existing build tree with the
 # examples instead). Per rank count: samples/s per epoch, the fraction of the
 # exchange hidden behind backward in the last (profiled) epoch, and (2 and 4 ranks) the
-# exchange of one lenet_bn step and single allreduces against plain MPI_Allreduce calls.
+# exchange of one lenet_bn step and single allreduces against plain MPI_Allreduce calls; at 2
+# ranks, Task Bench's METG across the ranks (allreduce_cost --metg).
 run_distributed() {
   local dist_build=${TANDEM_DIST_BUILD:-$repo/build-bench-dist} out=$results/distributed.jsonl
   local launcher=$repo/frontend/src/distributed/mpi/tandem-run
@@ -230,6 +231,10 @@ run_distributed() {
         "$dist_build/examples/train_distributed/allreduce_cost" --model lenet_bn "${quick[@]}" | tee -a "$out"
       "$launcher" --allow-run-as-root -np "$np" \
         "$dist_build/examples/train_distributed/allreduce_cost" "${quick[@]}" | tee -a "$out"
+    fi
+    if (( np == 2 )); then  # Task Bench's METG pattern across 2 ranks
+      "$launcher" --allow-run-as-root -np 2 \
+        "$dist_build/examples/train_distributed/allreduce_cost" --metg "${quick[@]}" | tee -a "$out"
     fi
   done
   echo "run.sh: distributed records in $out"

@@ -18,6 +18,15 @@
 // the step's gradient bytes, and against one blocking MPI_Allreduce per bucket. Printed (rank 0):
 // {"model", "bytes", "buckets", "ranks", "tandem_us", "mpi_us", "mpi_buckets_us", "ratio"},
 // ratio = tandem_us / mpi_us.
+//
+//   mpirun -np 2 allreduce_cost --metg [--quick]
+//
+// Task Bench's METG across the ranks: a chain of `steps` tasks per rank, each a busy wait of g
+// (on the steady clock) on a cpu worker, each followed by a group.allreduce of the task's
+// one-element output that the rank's next task reads (so every step depends on every rank's
+// previous task, a stencil as wide as the ranks). Efficiency = steps * g / wall per rank (one
+// worker each); METG(50%) = the smallest g swept with efficiency >= 0.5. Printed (rank 0) per
+// g: {"metg_grain_us", "ranks", "efficiency"}, then {"metg_50_us", "ranks"}.
 #include <mpi.h>
 #include <tandem/dist/process_group.h>
 #include <tandem/tandem.h>
@@ -130,27 +139,74 @@ int model_exchange(tandem::dist::ProcessGroup& group, const std::string& model_n
   return 0;
 }
 
+// Task Bench's METG pattern across the ranks (see the top of the file).
+int metg(tandem::dist::ProcessGroup& group, bool quick) {
+  const int steps = quick ? 20 : 100;
+  const std::vector<double> grains_us = {10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
+  double metg_us = -1;
+  for (const double grain_us : grains_us) {
+    nd::NDArray x = nd::zeros({1});
+    tandem::Engine& engine = x.engine();
+    group.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    for (int step = 0; step < steps; ++step) {
+      const auto grain = std::chrono::duration<double, std::micro>(grain_us);
+      std::vector<tandem::Var> writes{x.var()};
+      engine.push(
+          [grain] {
+            const auto until = std::chrono::steady_clock::now() + grain;
+            while (std::chrono::steady_clock::now() < until) {
+            }
+          },
+          tandem::cpu(), {}, tandem::VarList(writes), {.name = "metg_task"});
+      group.allreduce(x);
+    }
+    x.wait_to_read();
+    const double wall_us = microseconds_since(start, 1);
+    nd::NDArray efficiency = nd::full({1}, steps * grain_us / wall_us, nd::float64);
+    group.allreduce(efficiency, tandem::dist::ReduceOp::mean);
+    const double mean = efficiency.to_vector<double>()[0];
+    if (metg_us < 0 && mean >= 0.5) metg_us = grain_us;
+    if (group.rank() == 0) {
+      std::printf("{\"metg_grain_us\": %.0f, \"ranks\": %d, \"efficiency\": %.3f}\n", grain_us,
+                  group.size(), mean);
+      std::fflush(stdout);
+    }
+  }
+  if (group.rank() == 0) {
+    std::printf("{\"metg_50_us\": %.0f, \"ranks\": %d}\n", metg_us, group.size());
+    std::fflush(stdout);
+  }
+  tandem::wait_all();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false;
+  bool run_metg = false;
   std::string model;
   std::int64_t batch_size = 32;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--quick") {
       quick = true;
+    } else if (flag == "--metg") {
+      run_metg = true;
     } else if (flag == "--model" && i + 1 < argc) {
       model = argv[++i];
     } else if (flag == "--batch-size" && i + 1 < argc) {
       batch_size = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: allreduce_cost [--quick] [--model NAME [--batch-size B]]\n");
+      std::fprintf(stderr,
+                   "usage: allreduce_cost [--quick] [--model NAME [--batch-size B] | --metg]\n");
       return 2;
     }
   }
   tandem::dist::ProcessGroup group;
   if (!model.empty()) return model_exchange(group, model, batch_size, quick);
+  if (run_metg) return metg(group, quick);
   const std::vector<std::int64_t> sizes = {1 << 10, 1 << 14, 1 << 18, 1 << 20};  // floats
   for (const std::int64_t count : sizes) {
     const int iterations = quick ? 10 : (count >= (1 << 18) ? 20 : 200);
