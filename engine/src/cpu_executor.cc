@@ -235,6 +235,7 @@ void CpuExecutor::drain() noexcept {
   DrainerContext context{this};
   DrainerContext* const outer = tls_drainer;
   tls_drainer = &context;
+  bool resumed = false;
   for (;;) {
     using Clock = std::chrono::steady_clock;
     // The idle clock starts at the first empty poll, so a busy drainer never reads the clock;
@@ -242,6 +243,14 @@ void CpuExecutor::drain() noexcept {
     Clock::time_point idle_since;
     unsigned empty_polls = 0;
     bool spinning = false;  // this drainer was the first idle one (see `idle_drainers`)
+    if (resumed) {
+      // Back from a park attempt that found work: still idle until it takes an op, so that
+      // taking one ends an idle streak below and wakes a drainer for what it leaves behind
+      // (pushes made while it counted as idle woke no one).
+      idle_since = Clock::now();
+      empty_polls = 1;
+      spinning = idle_drainers().fetch_add(1, std::memory_order_seq_cst) == 0;
+    }
     for (;;) {
       if (OpRecord* op = next_op(context)) {
         // The end of an idle streak: publish the counters (never on a busy drainer's path).
@@ -290,7 +299,7 @@ void CpuExecutor::drain() noexcept {
     bool work_left = !urgent_.empty() || normal_.may_hold_work() || !background_.empty() ||
                      (!copies_.empty() && drainers_take_copies());
     int active = active_drainers_.load(std::memory_order_relaxed);
-    bool resumed = false;
+    resumed = false;
     while (work_left && active < num_workers_) {
       if (active_drainers_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
         resumed = true;
