@@ -180,7 +180,7 @@ void CpuExecutor::publish_counters(DrainerContext& context, int worker) noexcept
   context.yields = 0;
 }
 
-OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
+[[gnu::always_inline]] inline OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
   if (OpRecord* successor = context.next) {
     context.next = nullptr;
     // An urgent op still goes first, but the successor must not wait behind it on this thread
@@ -196,7 +196,7 @@ OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
   return pop_any();
 }
 
-OpRecord* CpuExecutor::pop_any() noexcept {
+[[gnu::always_inline]] inline OpRecord* CpuExecutor::pop_any() noexcept {
   if (OpRecord* op = urgent_.pop()) return op;
   if (drainers_take_copies()) {
     if (OpRecord* op = copies_.pop()) return op;
