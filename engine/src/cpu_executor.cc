@@ -180,6 +180,8 @@ void CpuExecutor::publish_counters(DrainerContext& context, int worker) noexcept
   context.yields = 0;
 }
 
+// next_op and pop_any are the drain loop's per-op pop, called from drain() alone: inlined, the
+// loop keeps the queues' addresses in registers (77 -> 39 instructions per op, callgrind).
 [[gnu::always_inline]] inline OpRecord* CpuExecutor::next_op(DrainerContext& context) noexcept {
   if (OpRecord* successor = context.next) {
     context.next = nullptr;
