@@ -5,8 +5,8 @@
 //   One TBB task per op would cost ~250 ns (docs/toolchain.md), so a TBB task is a *drainer*:
 //   it runs ready ops from our own queues until they stay empty for `spin_before_park`, then
 //   returns, and TBB parks the thread. At most `cpu_workers` drainers exist at once, and at
-//   most one of them spins while idle: the others yield their cores on every poll, to the
-//   threads that push (see `spinners_`).
+//   most one of them spins while idle; another idle one yields its core a few times and parks,
+//   and a push wakes a drainer only when none is idle (see `idle_drainers`).
 // - Compute ops with priority > 0 go to the urgent queue, which every drainer checks first and
 //   which the priority lanes' own threads serve, so such an op never waits behind long compute
 //   ops. Ops with priority < 0 run when nothing else is ready.
@@ -106,13 +106,17 @@ class CpuExecutor {
     std::atomic<std::uint64_t> ran_next_here{0};
     std::atomic<std::uint64_t> yields{0};
   };
-  // Idle drainers spinning on the queues: at most one (the spinner). Another idle drainer
-  // yields its core on every poll until spin_before_park has passed, then parks as before: it
-  // stays counted in `active_drainers_`, so pushes do not wake it through oneTBB, and it still
-  // sees new work within a poll, but a runnable pusher on its core gets the core. On 2 cores,
-  // two spinning drainers and the pusher took turns on the cores, and the pusher got a fraction
-  // of one (docs/benchmarks.md, "Two modes of a run").
-  alignas(64) std::atomic<int> spinners_{0};
+  // Drainers in an idle streak (looking for ops and finding none). The first of them spins on
+  // the queues; any other yields its core on each of kExtraDrainerPolls polls and then parks.
+  // submit() wakes a drainer only when none is idle: an idle one takes the op within a poll.
+  // So a stream of small ops keeps one poller beside the pusher, and a second worker joins
+  // only when an op finds every awake drainer busy. On 2 cores, idle drainers that kept
+  // polling (and yielding) beside the pusher for spin_before_park after every op they found
+  // competed with it for the cores (docs/benchmarks.md, "Two modes of a run").
+  // The count lives in the FIFO's tail line, which a push exchanges anyway (ReadyFifo::
+  // idle_consumers): an idle drainer writes it once per idle streak, and a push reads it.
+  static constexpr unsigned kExtraDrainerPolls = 8;
+  std::atomic<int>& idle_drainers() noexcept { return normal_.idle_consumers(); }
   std::unique_ptr<SlotCounters[]> slot_counters_;
 
   // Priority lanes waiting for an op (spinning or parked). Each has been notified of every

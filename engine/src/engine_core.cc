@@ -244,18 +244,6 @@ void EngineCore::discard(OpRecord* op) noexcept {
   release_op_record(op);
 }
 
-const ErrorRef* EngineCore::oldest_poison(const OpRecord* op, const ErrorRef* also) noexcept {
-  const ErrorRef* oldest = also;
-  for (std::uint32_t i = 0; i < op->num_slots; ++i) {
-    const VarSlot& slot = op->slots[i];
-    const ErrorRef& poison = slot.var->poison;
-    if (slot.reads_value && poison && (!oldest || pushed_before(*poison, **oldest))) {
-      oldest = &poison;
-    }
-  }
-  return oldest;
-}
-
 void EngineCore::skip(OpRecord* op, const ErrorRef& poison, int worker) noexcept {
   ops_skipped_.fetch_add(1, std::memory_order_relaxed);
   log().debug("skipping op '{}': an input is poisoned", op->props.name);

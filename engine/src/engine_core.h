@@ -209,8 +209,19 @@ class EngineCore : public CompletionSink {
   alignas(64) std::atomic<std::uint64_t> ops_pushed_{0};
 
  private:
-  // The oldest poison among the vars the op reads (or `also`, if older); null if none.
-  static const ErrorRef* oldest_poison(const OpRecord* op, const ErrorRef* also) noexcept;
+  // The oldest poison among the vars the op reads (or `also`, if older); null if none. Inline:
+  // every op passes here before its body, and the call itself cost about as much as the loop.
+  static const ErrorRef* oldest_poison(const OpRecord* op, const ErrorRef* also) noexcept {
+    const ErrorRef* oldest = also;
+    for (std::uint32_t i = 0; i < op->num_slots; ++i) {
+      const VarSlot& slot = op->slots[i];
+      const ErrorRef& poison = slot.var->poison;
+      if (slot.reads_value && poison && (!oldest || pushed_before(*poison, **oldest))) {
+        oldest = &poison;
+      }
+    }
+    return oldest;
+  }
   void skip(OpRecord* op, const ErrorRef& poison, int worker) noexcept;
   // Runs the body on this thread; returns what it threw.
   std::exception_ptr run_body(OpRecord* op, int worker) noexcept;

@@ -56,6 +56,11 @@ class ReadyFifo {
            head_.load(std::memory_order_acquire) != &stub_;
   }
 
+  // A count the consumers keep beside `tail_` (CpuExecutor's idle drainers): a push reads it
+  // right after its exchange on `tail_`, so when a consumer has just written that line the
+  // push pays one cache miss for both, not two.
+  std::atomic<int>& idle_consumers() noexcept { return idle_consumers_; }
+
   // The oldest op, or null when empty (or when a push is half done: poll again).
   OpRecord* pop() noexcept {
     if (empty()) return nullptr;
@@ -86,6 +91,7 @@ class ReadyFifo {
   SpinLock consumer_lock_;
   std::atomic<OpRecord*> head_;
   alignas(64) std::atomic<OpRecord*> tail_;
+  std::atomic<int> idle_consumers_{0};  // in tail_'s line on purpose (see idle_consumers)
   alignas(64) OpRecord stub_;
 };
 

@@ -2,6 +2,7 @@
 // that does not burn CPU.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -337,6 +338,37 @@ TEST_CASE("an op pushed while the drainers go idle still runs") {
       });
   CAPTURE(run.rounds);
   CHECK(run.stranded_at == -1);
+}
+
+// A push wakes no drainer while one is idle (CpuExecutor::submit): the idle one would take the
+// op within a poll. Two ops pushed back to back may then both find that one drainer; when it
+// takes the first and leaves the second behind, it wakes another drainer for it, so the two
+// run together. Here each op waits for the other: run one
+// after the other, the first would give up waiting. Some pairs follow a burst of small ops,
+// after busy pauses of varying length, so they find the drainers busy, spinning, yielding or
+// parked.
+TEST_CASE("two ops pushed together while a drainer is idle run at the same time") {
+  TestEngine engine(threaded_config(2, 0));
+  const int rounds = std::max(8, static_cast<int>(48 * test_scale()));
+  int met_late = 0;
+  for (int round = 0; round < rounds; ++round) {
+    engine->wait_all();
+    if (round % 2 == 1) {
+      for (int i = 0; i < 300; ++i) engine->push([] {}, cpu(), {}, {});
+    }
+    const auto pause_end =
+        std::chrono::steady_clock::now() + std::chrono::microseconds((round / 2 % 6) * 8);
+    while (std::chrono::steady_clock::now() < pause_end) {
+    }
+    Rendezvous pair(2);
+    std::atomic<int> met{0};
+    for (int op = 0; op < 2; ++op) {
+      engine->push([&] { met.fetch_add(pair.arrive(2s) ? 1 : 0); }, cpu(), {}, {});
+    }
+    engine->wait_all();
+    if (met.load() != 2) ++met_late;
+  }
+  CHECK(met_late == 0);
 }
 
 TEST_CASE("RunContext names the op, its device and its worker") {

@@ -92,11 +92,11 @@ struct EngineStats {
   // How the threaded engine's CPU workers spent their time (0 for the naive engine): what tells
   // a run whose workers stay awake from one whose workers park and are woken per op.
   // - worker_wakes: drainers started on a worker thread (a oneTBB task enqueued, which wakes a
-  //   parked thread if none is spinning); worker_parks: drainers that found nothing for
-  //   EngineConfig::spin_before_park and gave their thread back.
+  //   parked thread if none is spinning); worker_parks: drainers that gave their thread back
+  //   (the first idle one after EngineConfig::spin_before_park, another after a few polls).
   // - worker_idle_polls: empty polls of the ready queues while a drainer was idle;
   //   worker_yields: those an idle drainer followed with a yield of its core, because another
-  //   idle drainer was already spinning.
+  //   drainer was already idle.
   // - ops_run_next_here: ops a worker ran right after the op whose completion made them ready,
   //   bypassing the queues; ops_run_inline: ops run on the pushing thread (inline_when_ready).
   std::uint64_t worker_wakes = 0;

@@ -60,7 +60,7 @@ struct EngineConfig {
   int priority_workers = 1;
   // Backpressure: push blocks while this many ops are pushed but not finished. 0: unbounded.
   std::size_t max_ops_in_flight = 16384;
-  // How long an idle worker polls for new ops before it parks.
+  // How long the first idle worker polls for new ops before it parks (another: a few polls).
   std::chrono::microseconds spin_before_park{50};
   // Destroying an engine waits this long for pending ops, then reports and abandons them.
   std::chrono::milliseconds shutdown_timeout{60000};
