@@ -9,6 +9,7 @@
 #include "core/checks.h"
 #include "core/lazy_view.h"
 #include "core/modes.h"
+#include "core/op_definition.h"
 #include "core/op_push.h"
 #include "tandem/errors.h"
 #include "tandem/nd/linalg.h"
@@ -123,5 +124,10 @@ std::vector<NDArray> split(const NDArray& x, int sections, int axis) {
   }
   return pieces;
 }
+
+namespace detail {
+// No op of this file has a record yet (core/op_definition.h).
+TANDEM_OP_DEFINITIONS(join)
+}  // namespace detail
 
 }  // namespace tandem::nd
