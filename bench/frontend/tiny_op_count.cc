@@ -1,8 +1,9 @@
 // `y = x + 1` on a 1x2 float32 array, N times (the first argument), then waitall: the tiny
 // front-end op whose instructions bench/front_end_op_cost.sh counts under callgrind (checks,
 // allocation, push, the autograd/trace/capture checks, the release of the previous y). With
-// `where` as the second argument, `y = nd::where(x, x, x)` instead: an op with a record, which
-// runs through detail::invoke (bench/front_end_op_cost.sh counts both).
+// `where` or `sum` as the second argument, `y = nd::where(x, x, x)` or `y = nd::sum(x)` instead:
+// ops with a record, which run through detail::invoke (bench/front_end_op_cost.sh counts all
+// three).
 #include <tandem/tandem.h>
 
 #include <cstdlib>
@@ -15,6 +16,8 @@ int main(int argc, char** argv) {
   nd::NDArray y;
   if (argc > 2 && std::strcmp(argv[2], "where") == 0) {
     for (int i = 0; i < n; ++i) y = nd::where(x, x, x);
+  } else if (argc > 2 && std::strcmp(argv[2], "sum") == 0) {
+    for (int i = 0; i < n; ++i) y = nd::sum(x) + x;  // shape 1x2, like the others
   } else {
     for (int i = 0; i < n; ++i) y = x + 1;
   }

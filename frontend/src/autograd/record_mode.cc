@@ -42,9 +42,6 @@ class RecordMode final : public nd::detail::Mode {
         return record_binary(c.binary_op, *c.x, *c.y, *c.out);
       case OpForm::binary_scalar:
         return record_binary_scalar(c.binary_op, *c.x, c.scalar, c.scalar_first, *c.out);
-      case OpForm::reduce:
-        if (c.axis) return record_reduce_axis(c.reduce_op, *c.x, *c.axis, *c.out);
-        return record_reduce_all(c.reduce_op, *c.x, *c.out);
       case OpForm::dot:
         return record_dot(*c.x, *c.y, *c.out);
       case OpForm::transpose:
@@ -62,7 +59,9 @@ class RecordMode final : public nd::detail::Mode {
       // An op with a record: its rule, when an input needs a gradient.
       case OpForm::defined:
         if (c.definition->gradient == nullptr || !wants_gradient(c.inputs, c.input_count)) return;
-        return record_own_rule(c.name, c.definition->gradient(c), *c.out);
+        if (const nd::detail::OpGradient gradient = c.definition->gradient(c); gradient.rule)
+          record_own_rule(c.name, gradient, *c.out);  // no rule: none for this call (argmax)
+        return;
     }
   }
 

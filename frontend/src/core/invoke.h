@@ -13,10 +13,11 @@
 //       });
 //
 // With no mode on (every op outside autograd::record and export) the cost over a hand-written
-// op is one thread-local load and a branch. With a mode on, invoke asks once whether the op's
-// gradient is wanted (OpOutput::gradient: the push then keeps what the rule reads in
-// OpOutput::kept), hides the modes from the ops the push is made of (its dense copies, its
-// steps), and reports the op as one OpCall.
+// op is one thread-local load and a branch (the result is built in place, no NDArray is copied).
+// With a mode on, invoke asks once whether the op's gradient is wanted (OpOutput::gradient: the
+// push then keeps what the rule reads in OpOutput::kept), hides the modes from the ops the push
+// is made of (its dense copies, its steps), and reports the op as one OpCall. The result is
+// allocated before the modes are hidden, which changes nothing: allocation reports to no mode.
 #pragma once
 
 #include <initializer_list>
@@ -39,40 +40,46 @@ struct OpPlan {
   bool allocate = true;
 };
 
-// What the push fills: the result (allocated when the plan says so), and, when `gradient`, the
-// intermediates the op's gradient rule reads.
+// What the push sees: the result (allocated when the plan says so; the push sets it otherwise)
+// and, when `gradient`, where to keep the intermediates the op's gradient rule reads (two).
 struct OpOutput {
-  NDArray out;
+  NDArray& out;
   bool gradient = false;
-  NDArray kept[2];
+  NDArray* kept = nullptr;  // set when `gradient`
 };
 
 // Tells the modes in `paused` about the op (OpForm::defined).
 void report_definition(const OpModesPaused& paused, const OpDefinition& definition,
                        std::initializer_list<const NDArray*> inputs, const void* attrs,
-                       OpOutput& output);
+                       NDArray& out, const NDArray* kept);
+
+// The push with a mode on: asks once whether the gradient is wanted, hides the modes from the
+// push's own steps, reports the op.
+template <class Push>
+void push_observed(const OpDefinition& definition, std::initializer_list<const NDArray*> inputs,
+                   const void* attrs, NDArray& out, Push&& push) {
+  NDArray kept[2];
+  OpOutput output{out, definition.gradient != nullptr && gradient_wanted(inputs), kept};
+  const OpModesPaused paused;
+  std::forward<Push>(push)(output);
+  report_definition(paused, definition, inputs, attrs, out, kept);
+}
 
 template <class Check, class Push>
 NDArray invoke(const OpDefinition& definition, std::initializer_list<const NDArray*> inputs,
                const void* attrs, Check&& check, Push&& push) {
   const OpPlan plan = std::forward<Check>(check)();
-  OpOutput output;
+  // One named result for every path: it is built in the caller's return slot.
+  NDArray out = plan.allocate ? allocate_array(*plan.engine, plan.shape, plan.dtype, plan.device,
+                                               definition.name)
+                              : NDArray();
   if (!ops_observed()) [[likely]] {
-    if (plan.allocate) {
-      output.out =
-          allocate_array(*plan.engine, plan.shape, plan.dtype, plan.device, definition.name);
-    }
+    OpOutput output{out};
     std::forward<Push>(push)(output);
-    return std::move(output.out);
+  } else {
+    push_observed(definition, inputs, attrs, out, std::forward<Push>(push));
   }
-  output.gradient = definition.gradient != nullptr && gradient_wanted(inputs);
-  const OpModesPaused paused;
-  if (plan.allocate) {
-    output.out = allocate_array(*plan.engine, plan.shape, plan.dtype, plan.device, definition.name);
-  }
-  std::forward<Push>(push)(output);
-  report_definition(paused, definition, inputs, attrs, output);
-  return std::move(output.out);
+  return out;
 }
 
 }  // namespace tandem::nd::detail

@@ -99,15 +99,15 @@ void OpModesPaused::report(const OpCall& call) const {
 
 void report_definition(const OpModesPaused& paused, const OpDefinition& definition,
                        std::initializer_list<const NDArray*> inputs, const void* attrs,
-                       OpOutput& output) {
+                       NDArray& out, const NDArray* kept) {
   if (!paused.any()) return;
   OpCall call(OpForm::defined, definition.name);
   call.definition = &definition;
   call.inputs = inputs.begin();
   call.input_count = inputs.size();
   call.attrs = attrs;
-  call.out = &output.out;
-  call.kept = output.kept;
+  call.out = &out;
+  call.kept = kept;
   paused.report(call);
 }
 

@@ -60,7 +60,6 @@ enum class OpForm : std::uint8_t {
   unary,          // unary(x)
   binary,         // binary(x, y)
   binary_scalar,  // binary(x, scalar), scalar_first
-  reduce,         // reduce(x), axis (none: every element), keepdims
   dot,            // x . y
   transpose,      // x, axes
   reshape,        // x
@@ -85,10 +84,8 @@ struct OpCall {
   NDArray* out = nullptr;
   ops::UnaryOp unary_op{};
   ops::BinaryOp binary_op{};
-  ops::ReduceOp reduce_op{};
   double scalar = 0;
   bool scalar_first = false;
-  bool keepdims = false;
   std::optional<int> axis;
   std::int64_t begin = 0, end = 0, step = 1;
   const std::vector<int>* axes = nullptr;
@@ -123,16 +120,6 @@ struct OpCall {
     c.x = &a;
     c.scalar = scalar;
     c.scalar_first = scalar_first;
-    c.out = &out;
-    return c;
-  }
-  static OpCall reduce(ops::ReduceOp op, const NDArray& x, std::optional<int> axis, bool keepdims,
-                       NDArray& out) {
-    OpCall c(OpForm::reduce);
-    c.reduce_op = op;
-    c.x = &x;
-    c.axis = axis;
-    c.keepdims = keepdims;
     c.out = &out;
     return c;
   }

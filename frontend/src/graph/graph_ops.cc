@@ -46,14 +46,6 @@ void add_kind_ops(Table& table) {
                                   attrs.at("scalar_first").get<bool>());
         }};
   }
-  for (int i = 0; i < ops::kReduceOpCount; ++i) {
-    const auto op = static_cast<ops::ReduceOp>(i);
-    table[ops::op_name(op)] = {1, [op](const json& attrs, const std::vector<NDArray>& in) {
-                                 if (!attrs.contains("axis")) return reduce_all_op(op, in[0]);
-                                 return reduce_axis_op(op, in[0], attrs.at("axis").get<int>(),
-                                                       attrs.at("keepdims").get<bool>());
-                               }};
-  }
 }
 
 void add_shape_ops(Table& table) {

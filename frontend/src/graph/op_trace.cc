@@ -108,13 +108,6 @@ void OpTrace::binary_scalar(ops::BinaryOp op, const NDArray& a, double scalar, b
            json{{"scalar", scalar_to_json(scalar)}, {"scalar_first", scalar_first}}, {&a}, out);
 }
 
-void OpTrace::reduce(ops::ReduceOp op, const NDArray& x, std::optional<int> axis, bool keepdims,
-                     const NDArray& out) {
-  json attrs = json::object();
-  if (axis) attrs = json{{"axis", *axis}, {"keepdims", keepdims}};
-  add_node(*graph_, ops::op_name(op), std::move(attrs), {&x}, out);
-}
-
 void OpTrace::dot(const NDArray& a, const NDArray& b, const NDArray& out) {
   add_node(*graph_, "dot", json::object(), {&a, &b}, out);
 }
@@ -169,8 +162,6 @@ void OpTrace::op(const OpCall& c) {
       return binary(c.binary_op, *c.x, *c.y, *c.out);
     case OpForm::binary_scalar:
       return binary_scalar(c.binary_op, *c.x, c.scalar, c.scalar_first, *c.out);
-    case OpForm::reduce:
-      return reduce(c.reduce_op, *c.x, c.axis, c.keepdims, *c.out);
     case OpForm::dot:
       return dot(*c.x, *c.y, *c.out);
     case OpForm::transpose:

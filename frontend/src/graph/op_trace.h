@@ -45,9 +45,6 @@ class OpTrace final : public Mode {
   void binary(ops::BinaryOp op, const NDArray& a, const NDArray& b, const NDArray& out);
   void binary_scalar(ops::BinaryOp op, const NDArray& a, double scalar, bool scalar_first,
                      const NDArray& out);
-  // axis: none for a whole-array reduction.
-  void reduce(ops::ReduceOp op, const NDArray& x, std::optional<int> axis, bool keepdims,
-              const NDArray& out);
   void dot(const NDArray& a, const NDArray& b, const NDArray& out);
   void transpose(const NDArray& x, const std::vector<int>& axes, const NDArray& out);
   void reshape(const NDArray& x, const NDArray& out);
