@@ -7,6 +7,10 @@
 //   if (detail::ops_observed()) detail::report_op(OpCall::unary(op, x, out));
 //   return out;
 //
+// An op with a record (core/op_definition.h: the reductions, conv2d, pooling, softmax, where,
+// take, ...) runs through detail::invoke (core/invoke.h), which reports one OpCall of form
+// `defined` pointing at the record; the modes read the record, not the op.
+//
 // Cost when no mode is on (every op, every call): one thread-local load and a branch. The
 // core and the op files know the stack only: each mode lives in its own folder (autograd/
 // records gradients, graph/ traces for export and opens capture windows) and enters the stack
