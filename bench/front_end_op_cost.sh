@@ -7,6 +7,10 @@
 # - naive engine, whole program: the call, the kernel run inline, and the release of the
 #   previous y (TANDEM_ENGINE=naive: one thread, so the count repeats exactly).
 #
+# - `nd::where(x, x, x)` and `nd::sum(x)`: ops with a record (frontend/src/core/op_definition.h),
+#   which run through detail::invoke: the call on the naive engine (checks, allocation, push,
+#   the kernel run inline, mode checks; one thread, so the count repeats exactly).
+#
 #   bench/front_end_op_cost.sh              # builds build-bench/ if needed, prints markdown
 #   BUILD=build bench/front_end_op_cost.sh  # another build tree (configured with the bench)
 #
@@ -35,6 +39,13 @@ for engine in threaded naive; do
     callgrind_annotate --inclusive=yes "$work/$engine.$n.cg" > "$work/$engine.$n.txt"
   done
 done
+for op in where sum; do
+  for n in 1000 3000; do
+    TANDEM_ENGINE=naive valgrind --tool=callgrind --callgrind-out-file="$work/$op.$n.cg" \
+      "$build/bench/frontend/bench_tiny_op_count" "$n" "$op" > /dev/null 2>&1
+    callgrind_annotate --inclusive=yes "$work/$op.$n.cg" > "$work/$op.$n.txt"
+  done
+done
 
 python3 - "$work" "$(git rev-parse --short HEAD)" << 'PY'
 import re, sys
@@ -59,4 +70,10 @@ print("| instructions per front-end op | count |")
 print("|---|---|")
 print(f"| `operator+` (threaded engine: checks, allocation, push, mode checks) | {call:.0f} |")
 print(f"| whole program per op (naive engine: call, kernel, release) | {whole:.0f} |")
+where = "tandem::nd::where(tandem::nd::NDArray const&, tandem::nd::NDArray const&, tandem::nd::NDArray const&)"
+wcall = (inclusive(text("where.3000"), where) - inclusive(text("where.1000"), where)) / 2000
+print(f"| `nd::where` (naive engine: an op with a record, through detail::invoke, kernel inline) | {wcall:.0f} |")
+total_sum = "tandem::nd::sum(tandem::nd::NDArray const&)"
+scall = (inclusive(text("sum.3000"), total_sum) - inclusive(text("sum.1000"), total_sum)) / 2000
+print(f"| `nd::sum` (naive engine: a reduction, through detail::invoke, kernel inline) | {scall:.0f} |")
 PY

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -225,6 +226,17 @@ TEST_SUITE("frontend.export") {
     }
   }
 
+  TEST_CASE("take exports and loads back with its indices, everywhere") {
+    for (Device device : test_devices()) {
+      CAPTURE(to_string(device));
+      FunctionBlock net([device](const NDArray& x) {
+        const NDArray columns = nd::from_vector(std::vector<std::int64_t>{3, 0, -1}, {3}, device);
+        return nd::take(nd::tanh(x), columns, -1) * 2.0;
+      });
+      check_round_trip(net, random_input({3, 4}, device, 36), {random_input({5, 4}, device, 37)});
+    }
+  }
+
   TEST_CASE("a hybridized block exports its ops, not its replays") {
     nn::Sequential net = export_models::mlp();
     net.initialize(nn::Xavier());
@@ -279,6 +291,47 @@ TEST_SUITE("frontend.export") {
     CHECK(std::find(ops.begin(), ops.end(), "dot") != ops.end());
     CHECK(std::find(ops.begin(), ops.end(), "relu") != ops.end());
     CHECK(std::find(ops.begin(), ops.end(), "tanh") != ops.end());
+  }
+
+  TEST_CASE("ops with a record write the attributes docs/file-format.md lists") {
+    // The graph JSON of the ops that moved onto records (frontend/src/core/op_definition.h)
+    // must stay what files exported before hold: these are the attributes their nodes had.
+    FunctionBlock net([](const NDArray& x) {
+      const NDArray w = nd::ones({2, 1, 3, 3});
+      const NDArray y = nd::conv2d(x, w, {.stride = 2, .padding = {1, 0}, .dilation = 1});
+      const NDArray p = nd::max_pool2d(y, {.kernel = 2, .stride = 1});
+      const NDArray g = nd::global_avg_pool2d(p).reshape({1, 2});
+      const NDArray s = nd::log_softmax(g, -1) + nd::sum(g, 1, true) + nd::mean(g);
+      const NDArray idx = nd::from_vector(std::vector<std::int64_t>{1, 0}, {2});
+      return nd::where(s > 0.0, nd::take(s, idx, -1), s);
+    });
+    ScratchDir dir;
+    const nn::ExportedFiles files =
+        nn::export_block(net, random_input({1, 1, 7, 6}, cpu(), 38), dir.file("records"));
+    const json graph = read_json(files.graph);
+    std::map<std::string, json> attrs;
+    std::map<std::string, std::size_t> inputs;
+    for (const json& node : graph.at("nodes")) {
+      attrs[node.at("op")] = node.at("attrs");
+      inputs[node.at("op")] = node.at("inputs").size();
+    }
+    CHECK(attrs.at("conv2d") ==
+          json{{"stride", {2, 2}}, {"padding", {1, 0}}, {"dilation", {1, 1}}, {"groups", 1}});
+    CHECK(inputs.at("conv2d") == 2);  // no bias: left out
+    CHECK(attrs.at("max_pool2d") == json{{"kernel", {2, 2}},
+                                         {"stride", {1, 1}},
+                                         {"padding", {0, 0}},
+                                         {"count_include_pad", true}});
+    CHECK(attrs.at("global_avg_pool2d") == json::object());
+    CHECK(attrs.at("log_softmax") == json{{"axis", 1}});
+    CHECK(attrs.at("sum") == json{{"axis", 1}, {"keepdims", true}});
+    CHECK(attrs.at("mean") == json::object());
+    CHECK(attrs.at("take") == json{{"axis", 1}});
+    CHECK(attrs.at("where") == json::object());
+    CHECK(inputs.at("where") == 3);
+    const auto model = nn::ImportedBlock::load(files.graph, files.params);
+    const NDArray x = random_input({1, 1, 7, 6}, cpu(), 39);
+    check_bitwise_equal((*model)(x), net(x));
   }
 
   TEST_CASE("an imported block is a block: parameters, fine-tuning and hybridize") {

@@ -1,4 +1,5 @@
-// Gradient rules of the reductions and of dot, and the broadcasting helpers the rules share.
+// The gradient rule of dot, and the broadcasting helper the rules share (the reductions' rules
+// are in their records, frontend/src/ops/reduce.cc).
 #include <string>
 
 #include "autograd/record.h"
@@ -14,7 +15,6 @@ namespace tandem::autograd::detail {
 
 using nd::NDArray;
 using nd::Shape;
-using ops::ReduceOp;
 
 NDArray sum_to_shape(const NDArray& gradient, const Shape& shape) {
   if (gradient.shape() == shape) return gradient;
@@ -26,13 +26,6 @@ NDArray sum_to_shape(const NDArray& gradient, const Shape& shape) {
   return reduced;
 }
 
-NDArray broadcast_to(const NDArray& value, const Shape& shape) {
-  NDArray out =
-      nd::detail::allocate_array(value.engine(), shape, value.dtype(), value.device(), "backward");
-  out.assign(value);
-  return out;
-}
-
 namespace {
 
 // x itself when it has that shape already (reshape would copy a strided x even then).
@@ -40,72 +33,7 @@ NDArray with_shape(const NDArray& x, const Shape& shape) {
   return x.shape() == shape ? x : x.reshape(shape);
 }
 
-bool differentiable(ReduceOp op) {
-  return op != ReduceOp::argmax;
-}
-
-// The gradient of an input of `shape` given the output gradient g, both with the reduced axes
-// kept (as 1), the input x and result y (kept dims; only for max, min and norm) and the count
-// of elements reduced into each result. axis < 0: the whole array.
-NDArray reduce_gradient(ReduceOp op, const NDArray& g, const Shape& shape, const NDArray& x,
-                        const NDArray& y, std::int64_t count, int axis) {
-  switch (op) {
-    case ReduceOp::sum:
-      return broadcast_to(g, shape);
-    case ReduceOp::mean:
-      return broadcast_to(g / static_cast<double>(count), shape);
-    case ReduceOp::max:
-    case ReduceOp::min: {
-      // Split evenly between the elements equal to the extreme.
-      const NDArray hits = x == y;
-      const NDArray ties = axis < 0 ? nd::sum(hits) : nd::sum(hits, axis, true);
-      return hits * (g / ties);
-    }
-    case ReduceOp::norm:
-      // x / |x|; where |x| = 0, x is 0 too and so is the gradient (the denominator becomes 1).
-      return x * (g / (y + (y == 0.0)));
-    case ReduceOp::argmax:
-      break;
-  }
-  return {};
-}
-
-bool reads_input(ReduceOp op) {
-  return op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::norm;
-}
-
 }  // namespace
-
-void record_reduce_all(ReduceOp op, const NDArray& x, NDArray& out) {
-  if (!differentiable(op) || !ops::is_floating(x.dtype()) || !needs_grad(x)) return;
-  Saver save;
-  const NDArray sx = reads_input(op) ? save(x) : NDArray();
-  const NDArray sy = reads_input(op) ? save(out) : NDArray();
-  const Shape shape = x.shape();
-  const std::int64_t count = x.size();
-  record_node(ops::op_name(op), {x}, {&out}, save.take(),
-              [op, sx, sy, shape, count](const std::vector<NDArray>& g) {
-                return std::vector<NDArray>{reduce_gradient(op, g[0], shape, sx, sy, count, -1)};
-              });
-}
-
-void record_reduce_axis(ReduceOp op, const NDArray& x, int axis, NDArray& out) {
-  if (!differentiable(op) || !ops::is_floating(x.dtype()) || !needs_grad(x)) return;
-  axis = ops::normalize_axis(axis, x.shape(), ops::op_name(op));
-  Shape kept = x.shape();
-  kept[axis] = 1;
-  Saver save;
-  const NDArray sx = reads_input(op) ? save(x) : NDArray();
-  const NDArray sy = reads_input(op) ? save(out).reshape(kept) : NDArray();
-  const Shape shape = x.shape();
-  const std::int64_t count = x.shape()[axis];
-  record_node(
-      ops::op_name(op), {x}, {&out}, save.take(),
-      [op, sx, sy, shape, kept, count, axis](const std::vector<NDArray>& g) {
-        const NDArray g_kept = g[0].shape() == kept ? g[0] : g[0].reshape(kept);
-        return std::vector<NDArray>{reduce_gradient(op, g_kept, shape, sx, sy, count, axis)};
-      });
-}
 
 void record_dot(const NDArray& a, const NDArray& b, NDArray& out) {
   if (!ops::is_floating(out.dtype())) return;

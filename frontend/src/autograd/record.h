@@ -19,8 +19,6 @@ void record_binary_scalar(ops::BinaryOp op, const nd::NDArray& a, double scalar,
                           nd::NDArray& out);
 
 // gradients_reduce.cc
-void record_reduce_all(ops::ReduceOp op, const nd::NDArray& x, nd::NDArray& out);
-void record_reduce_axis(ops::ReduceOp op, const nd::NDArray& x, int axis, nd::NDArray& out);
 void record_dot(const nd::NDArray& a, const nd::NDArray& b, nd::NDArray& out);
 
 // gradients_shape.cc: views, copies and joins.
@@ -36,7 +34,5 @@ void record_concat(const std::vector<nd::NDArray>& arrays, int axis, nd::NDArray
 // Shared by the rules.
 // `gradient` summed over the axes along which an array of `shape` was broadcast to it.
 nd::NDArray sum_to_shape(const nd::NDArray& gradient, const nd::Shape& shape);
-// `value` broadcast to a new array of `shape` (value's dtype, device and engine).
-nd::NDArray broadcast_to(const nd::NDArray& value, const nd::Shape& shape);
 
 }  // namespace tandem::autograd::detail

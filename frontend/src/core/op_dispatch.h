@@ -1,4 +1,4 @@
-// The element-wise and reduction ops by kind, as the public functions run them (checks, push,
+// The element-wise ops by kind, as the public functions run them (checks, push,
 // autograd and trace hooks): what an imported graph calls for a node named after an op kind.
 #pragma once
 
@@ -12,9 +12,5 @@ NDArray unary_op(ops::UnaryOp op, const NDArray& x);
 NDArray binary_op(ops::BinaryOp op, const NDArray& a, const NDArray& b);
 // op(a, scalar), or op(scalar, a) when scalar_first.
 NDArray binary_scalar_op(ops::BinaryOp op, const NDArray& a, double scalar, bool scalar_first);
-
-// reduce.cc
-NDArray reduce_all_op(ops::ReduceOp op, const NDArray& x);
-NDArray reduce_axis_op(ops::ReduceOp op, const NDArray& x, int axis, bool keepdims);
 
 }  // namespace tandem::nd::detail

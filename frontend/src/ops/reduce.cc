@@ -1,14 +1,20 @@
-// Reductions: check the axis and the element count at the call, then one queued kernel.
+// Reductions: check the axis and the element count at the call, then one queued kernel. Each
+// row of TANDEM_REDUCE_OPS is one record (core/op_definition.h) with its gradient rule.
 #include "tandem/nd/reduce.h"
 
+#include <array>
+#include <iterator>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "core/access.h"
 #include "core/checks.h"
-#include "core/modes.h"
-#include "core/op_dispatch.h"
+#include "core/invoke.h"
+#include "core/op_definition.h"
 #include "core/op_push.h"
 #include "tandem/errors.h"
+#include "tandem/nd/elementwise.h"
 
 namespace tandem::nd {
 
@@ -26,42 +32,156 @@ void check_reducible(ReduceOp op, const NDArray& x, std::int64_t count) {
   }
 }
 
+struct ReduceAttrs {
+  ReduceOp op;
+  std::optional<int> axis;  // normalized; none: the whole array
+  bool keepdims;
+};
+
+// A dense array of `shape` holding `value` broadcast.
+NDArray broadcast_to(const NDArray& value, const Shape& shape) {
+  NDArray out =
+      detail::allocate_array(value.engine(), shape, value.dtype(), value.device(), "backward");
+  out.assign(value);
+  return out;
+}
+
+bool reads_input(ReduceOp op) {
+  return op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::norm;
+}
+
+// The gradient of an input of `shape` given the output gradient g, both with the reduced axes
+// kept (as 1), the input x and result y (kept dims; only for max, min and norm) and the count
+// of elements reduced into each result. axis < 0: the whole array.
+NDArray reduce_gradient(ReduceOp op, const NDArray& g, const Shape& shape, const NDArray& x,
+                        const NDArray& y, std::int64_t count, int axis) {
+  switch (op) {
+    case ReduceOp::sum:
+      return broadcast_to(g, shape);
+    case ReduceOp::mean:
+      return broadcast_to(g / static_cast<double>(count), shape);
+    case ReduceOp::max:
+    case ReduceOp::min: {
+      // Split evenly between the elements equal to the extreme.
+      const NDArray hits = x == y;
+      const NDArray ties = axis < 0 ? nd::sum(hits) : nd::sum(hits, axis, true);
+      return hits * (g / ties);
+    }
+    case ReduceOp::norm:
+      // x / |x|; where |x| = 0, x is 0 too and so is the gradient (the denominator becomes 1).
+      return x * (g / (y + (y == 0.0)));
+    case ReduceOp::argmax:
+      break;
+  }
+  return {};
+}
+
+// The reductions' rule (none for argmax, or for an integer input): it saves x and the result
+// only for max, min and norm.
+detail::OpGradient reduce_rule(const detail::OpCall& c) {
+  const ReduceAttrs& attrs = detail::attrs_of<ReduceAttrs>(c);
+  const NDArray& x = *c.inputs[0];
+  if (attrs.op == ReduceOp::argmax || !ops::is_floating(x.dtype())) return {};
+  const bool reads = reads_input(attrs.op);
+  detail::OpGradient gradient;
+  gradient.inputs = {x};
+  gradient.saved = {reads ? x : NDArray(), reads ? *c.out : NDArray()};
+  const Shape shape = x.shape();
+  if (!attrs.axis) {
+    gradient.rule = [op = attrs.op, shape, count = x.size()](const std::vector<NDArray>& g,
+                                                             const std::vector<NDArray>& saved) {
+      return std::vector<NDArray>{reduce_gradient(op, g[0], shape, saved[0], saved[1], count, -1)};
+    };
+    return gradient;
+  }
+  const int axis = *attrs.axis;
+  Shape kept = shape;
+  kept[axis] = 1;
+  gradient.rule = [op = attrs.op, shape, kept, count = shape[axis], axis](
+                      const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+    const NDArray g_kept = g[0].shape() == kept ? g[0] : g[0].reshape(kept);
+    const NDArray y = saved[1].defined() ? saved[1].reshape(kept) : NDArray();
+    return std::vector<NDArray>{reduce_gradient(op, g_kept, shape, saved[0], y, count, axis)};
+  };
+  return gradient;
+}
+
+void write_reduce_attrs(const detail::OpCall& c, detail::OpAttrWriter& out) {
+  const ReduceAttrs& attrs = detail::attrs_of<ReduceAttrs>(c);
+  if (!attrs.axis) return;  // the whole array: no attributes
+  out.integer("axis", *attrs.axis);
+  out.boolean("keepdims", attrs.keepdims);
+}
+
+NDArray reduce_all(ReduceOp op, const NDArray& x);
+NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims);
+
+template <ReduceOp op>
+NDArray import_reduce(const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
+  if (!attrs.has("axis")) return reduce_all(op, in[0]);
+  return reduce_axis(op, in[0], static_cast<int>(attrs.integer("axis")), attrs.boolean("keepdims"));
+}
+
+// One record per row of TANDEM_REDUCE_OPS, in the order of ReduceOp.
+const detail::OpDefinition kReduce[] = {
+#define TANDEM_REDUCE_RECORD(row, ...)                         \
+  detail::OpDefinition{.name = #row,                           \
+                       .write_attrs = write_reduce_attrs,      \
+                       .import = import_reduce<ReduceOp::row>, \
+                       .gradient = reduce_rule},
+    TANDEM_REDUCE_OPS(TANDEM_REDUCE_RECORD)
+#undef TANDEM_REDUCE_RECORD
+};
+static_assert(std::size(kReduce) == static_cast<std::size_t>(ops::kReduceOpCount));
+
 NDArray reduce_all(ReduceOp op, const NDArray& x) {
   const char* name = ops::op_name(op);
-  detail::check_defined(name, x);
-  check_reducible(op, x, x.size());
-  // Like MXNet, a whole-array reduction has shape 1.
-  NDArray out = detail::allocate_array(x.engine(), Shape{1}, ops::result_dtype(op, x.dtype()),
-                                       x.device(), name);
-  detail::push_reduce_all(op, x, out);
-  if (detail::ops_observed())
-    detail::report_op(detail::OpCall::reduce(op, x, std::nullopt, false, out));
-  return out;
+  const ReduceAttrs attrs{op, std::nullopt, false};
+  return detail::invoke(
+      kReduce[static_cast<int>(op)], {&x}, &attrs,
+      [&] {
+        detail::check_defined(name, x);
+        check_reducible(op, x, x.size());
+        // Like MXNet, a whole-array reduction has shape 1.
+        return detail::OpPlan{&x.engine(), Shape{1}, ops::result_dtype(op, x.dtype()), x.device()};
+      },
+      [&](detail::OpOutput& o) { detail::push_reduce_all(op, x, o.out); });
 }
 
 NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
   const char* name = ops::op_name(op);
-  detail::check_defined(name, x);
-  axis = ops::normalize_axis(axis, x.shape(), name);
-  check_reducible(op, x, x.shape()[axis]);
-  const Shape reduced = x.shape().without_axis(axis);
-  Shape kept = x.shape();
-  kept[axis] = 1;
-  NDArray out = detail::allocate_array(x.engine(), keepdims ? kept : reduced,
-                                       ops::result_dtype(op, x.dtype()), x.device(), name);
-  detail::push_reduce_axis(op, x, axis, out);
-  if (detail::ops_observed()) detail::report_op(detail::OpCall::reduce(op, x, axis, keepdims, out));
-  return out;
+  ReduceAttrs attrs{op, axis, keepdims};
+  return detail::invoke(
+      kReduce[static_cast<int>(op)], {&x}, &attrs,
+      [&] {
+        detail::check_defined(name, x);
+        attrs.axis = ops::normalize_axis(axis, x.shape(), name);
+        check_reducible(op, x, x.shape()[*attrs.axis]);
+        Shape shape = x.shape();
+        if (keepdims) {
+          shape[*attrs.axis] = 1;
+        } else {
+          shape = shape.without_axis(*attrs.axis);
+        }
+        return detail::OpPlan{&x.engine(), shape, ops::result_dtype(op, x.dtype()), x.device()};
+      },
+      [&](detail::OpOutput& o) { detail::push_reduce_axis(op, x, *attrs.axis, o.out); });
 }
 
 }  // namespace
 
-NDArray detail::reduce_all_op(ReduceOp op, const NDArray& x) {
-  return reduce_all(op, x);
+// The records of this file: every row of TANDEM_REDUCE_OPS (written out: the list is generated).
+namespace detail {
+std::span<const OpDefinition* const> op_definitions_reduce();
+std::span<const OpDefinition* const> op_definitions_reduce() {
+  static const auto definitions = [] {
+    std::array<const OpDefinition*, std::size(kReduce)> list{};
+    for (std::size_t i = 0; i < list.size(); ++i) list[i] = &kReduce[i];
+    return list;
+  }();
+  return definitions;
 }
-NDArray detail::reduce_axis_op(ReduceOp op, const NDArray& x, int axis, bool keepdims) {
-  return reduce_axis(op, x, axis, keepdims);
-}
+}  // namespace detail
 
 NDArray sum(const NDArray& x) {
   return reduce_all(ReduceOp::sum, x);

@@ -82,6 +82,17 @@ namespace tandem::ops {
   X(void, where,                                                                                   \
     (const ArrayView& condition, const ArrayView& a, const ArrayView& b, const ArrayView& out),    \
     (condition, a, b, out), "where", pass_cost(out, 4, 1.0), void(), one_launch(out))              \
+  /* Gather along the middle axis of (outer, n, inner) views: out[o, j, i] = */                    \
+  /* x[o, indices[j], i], indices a 1-d int32 or int64 view, each in [-n, n) (negative: from */     \
+  /* the end); one out of range is a tandem::Error naming it, `axis` (the caller's) and n. */       \
+  /* take_backward: dx = 0, then dx[o, indices[j], i] += dy[o, j, i] (a floating scatter-add). */   \
+  X(void, take, (const ArrayView& x, const ArrayView& indices, const ArrayView& out, int axis),    \
+    (x, indices, out, axis), "take", pass_cost(out, 2, 0.0), void(),                               \
+    (LaunchCounts{out.num_elements() == 0 ? 0u : 3u, 0u, 0u}))                                     \
+  X(void, take_backward,                                                                           \
+    (const ArrayView& dy, const ArrayView& indices, const ArrayView& dx, int axis),                \
+    (dy, indices, dx, axis), "take_backward", pass_cost(dy, 3, 1.0), void(),                       \
+    (LaunchCounts{dx.num_elements() == 0 ? 0u : dy.num_elements() == 0 ? 1u : 2u, 0u, 0u}))       \
   /* Reductions (reduce_ops.h) of the whole array into one element, or along one axis. */          \
   X(void, reduce_all, (ReduceOp op, const ArrayView& in, const ArrayView& out), (op, in, out),     \
     op_name(op), pass_cost(in, 1, 1.0), void(), reduce_launches(1))                                \
