@@ -6,6 +6,7 @@
 #include "kernel_tables.h"
 #include "tandem/accel/stream.h"
 #include "tandem/errors.h"
+#include "tandem/ops/cuda/batch_norm.h"
 #include "tandem/ops/cuda/convolution.h"
 #include "tandem/ops/cuda/copy.h"
 #include "tandem/ops/cuda/elementwise.h"

@@ -68,6 +68,7 @@ class RecordMode final : public nd::detail::Mode {
       case OpForm::softmax:
       case OpForm::softmax_cross_entropy:
       case OpForm::where:
+      case OpForm::untraced:
         return;
     }
   }

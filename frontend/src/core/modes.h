@@ -77,6 +77,8 @@ enum class OpForm : std::uint8_t {
   softmax,                // name (softmax, log_softmax), x, axis
   softmax_cross_entropy,  // x = logits, y = labels
   where,                  // x = condition, y = a, z = b
+  untraced,               // name, x: a fused op that runs its unfused steps while the export
+                          // trace is on (batch_norm), so only its own gradient rule is read
 };
 
 // One op's call as the modes see it: its form, its inputs and output, and its attributes.

@@ -211,6 +211,9 @@ void OpTrace::op(const OpCall& c) {
       return softmax_cross_entropy(*c.x, *c.y, *c.out);
     case OpForm::where:
       return where(*c.x, *c.y, *c.z, *c.out);
+    case OpForm::untraced:
+      // Such an op checks modes_see_each_op() and runs its unfused steps under the trace.
+      return refuse(c.name, "it has no graph node (a fused op reached the export trace)");
   }
 }
 

@@ -38,7 +38,7 @@ namespace tandem::ops {
 // kernel launches and library calls the CUDA kernel makes, which sim counts for the profiler) are
 // expanded in ops/src/host_stream_kernels.cc only (its helpers: pass_cost, elementwise_cost,
 // conv_cost, pool_cost, gemm_work, random_blocks, one_launch, division_launches, gemm_launches,
-// reduce_launches, conv_launches).
+// reduce_launches, conv_launches, batch_norm_launches).
 // A new family is a row here, its CPU and CUDA kernels, and the front-end op that pushes it.
 //
 // Every kernel takes the op's stream first (not listed in `parameters`).
@@ -156,7 +156,25 @@ namespace tandem::ops {
     (const ArrayView& probabilities, const ArrayView& labels, const ArrayView& head_grad,          \
      const ArrayView& dlogits),                                                                    \
     (probabilities, labels, head_grad, dlogits), "softmax_cross_entropy_backward",                 \
-    pass_cost(dlogits, 2, 2.0), void(), one_launch(dlogits))
+    pass_cost(dlogits, 2, 2.0), void(), one_launch(dlogits))                                      \
+  /* Batch normalization in training mode over dense N x C x ... views (batch_norm.h): the */      \
+  /* statistics of each channel over the batch and the spatial axes, y = (x - mean) * */          \
+  /* inv_std * gamma + beta, the batch's mean and 1 / sqrt(var + eps) saved (C each), and the */   \
+  /* running statistics updated in place (r = momentum * r + (1 - momentum) * batch). Its */       \
+  /* gradient: dx, dgamma and dbeta in one pass from x, dy and the saved statistics (an */         \
+  /* output with data == nullptr is not formed). */                                                \
+  X(void, batch_norm_forward,                                                                      \
+    (const ArrayView& x, const ArrayView& gamma, const ArrayView& beta,                            \
+     const ArrayView& running_mean, const ArrayView& running_var, const ArrayView& y,              \
+     const ArrayView& saved_mean, const ArrayView& saved_inv_std, double momentum, double eps),    \
+    (x, gamma, beta, running_mean, running_var, y, saved_mean, saved_inv_std, momentum, eps),      \
+    "batch_norm", pass_cost(y, 3, kBatchNormFlops), void(), batch_norm_launches(y))                \
+  X(void, batch_norm_backward,                                                                     \
+    (const ArrayView& x, const ArrayView& dy, const ArrayView& gamma,                              \
+     const ArrayView& saved_mean, const ArrayView& saved_inv_std, const ArrayView& dx,             \
+     const ArrayView& dgamma, const ArrayView& dbeta),                                             \
+    (x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta), "batch_norm_backward",           \
+    pass_cost(x, 5, kBatchNormFlops), void(), batch_norm_launches(x))
 // clang-format on
 
 // A row's parenthesized parameter or argument list, without its parentheses.
