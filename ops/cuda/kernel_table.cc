@@ -11,6 +11,7 @@
 #include "tandem/ops/cuda/copy.h"
 #include "tandem/ops/cuda/elementwise.h"
 #include "tandem/ops/cuda/gemm.h"
+#include "tandem/ops/cuda/optimizer_update.h"
 #include "tandem/ops/cuda/pooling.h"
 #include "tandem/ops/cuda/random.h"
 #include "tandem/ops/cuda/reduce.h"

@@ -1,10 +1,11 @@
-// SGD and Adam: each update a few NDArray ops on the parameter's device.
+// SGD and Adam: each update one op on the parameter's device (nd/optimizer_updates.h).
 #include "tandem/nn/optimizer.h"
 
 #include <cmath>
 
 #include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
+#include "tandem/nd/optimizer_updates.h"
 
 namespace tandem::nn {
 
@@ -21,19 +22,17 @@ std::vector<nd::NDArray> SGD::create_state(const nd::NDArray& weight) const {
 
 void SGD::update(long /*t*/, nd::NDArray& weight, const nd::NDArray& grad,
                  std::vector<nd::NDArray>& state) const {
-  // The scalars are folded so that a plain step is two ops: weight -= grad * (lr * rescale).
-  const double grad_scale = learning_rate() * rescale_grad();
-  const double decay = learning_rate() * wd();
+  // One op per parameter (nd/optimizer_updates.h): weight -= grad * (lr * rescale), with
+  // momentum and weight decay folded in.
+  const nd::SgdUpdateOptions options{.learning_rate = learning_rate(),
+                                     .momentum = momentum_,
+                                     .wd = wd(),
+                                     .rescale_grad = rescale_grad()};
   if (momentum_ == 0.0) {
-    if (decay != 0.0) weight *= 1.0 - decay;
-    weight -= grad * grad_scale;
-    return;
+    nd::sgd_update(weight, grad, options);
+  } else {
+    nd::sgd_mom_update(weight, grad, state.at(0), options);
   }
-  nd::NDArray& mom = state.at(0);
-  mom *= momentum_;
-  mom -= grad * grad_scale;
-  if (decay != 0.0) mom -= weight * decay;
-  weight += mom;
 }
 
 std::vector<nd::NDArray> Adam::create_state(const nd::NDArray& weight) const {
@@ -42,17 +41,16 @@ std::vector<nd::NDArray> Adam::create_state(const nd::NDArray& weight) const {
 
 void Adam::update(long t, nd::NDArray& weight, const nd::NDArray& grad,
                   std::vector<nd::NDArray>& state) const {
-  const nd::NDArray g = effective_grad(weight, grad);
-  nd::NDArray& mean = state.at(0);
-  nd::NDArray& var = state.at(1);
-  mean *= beta1_;
-  mean += g * (1.0 - beta1_);
-  var *= beta2_;
-  var += nd::square(g) * (1.0 - beta2_);
   const double steps = static_cast<double>(t);
   const double corrected_lr =
       learning_rate() * std::sqrt(1.0 - std::pow(beta2_, steps)) / (1.0 - std::pow(beta1_, steps));
-  weight -= mean / (nd::sqrt(var) + epsilon_) * corrected_lr;
+  nd::adam_update(weight, grad, state.at(0), state.at(1),
+                  {.learning_rate = corrected_lr,
+                   .beta1 = beta1_,
+                   .beta2 = beta2_,
+                   .epsilon = epsilon_,
+                   .wd = wd(),
+                   .rescale_grad = rescale_grad()});
 }
 
 }  // namespace tandem::nn

@@ -5,6 +5,7 @@
 #include "tandem/ops/cpu/copy.h"
 #include "tandem/ops/cpu/elementwise.h"
 #include "tandem/ops/cpu/gemm.h"
+#include "tandem/ops/cpu/optimizer_update.h"
 #include "tandem/ops/cpu/pooling.h"
 #include "tandem/ops/cpu/random.h"
 #include "tandem/ops/cpu/reduce.h"

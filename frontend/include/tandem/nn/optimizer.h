@@ -3,8 +3,8 @@
 //   nn::SGD sgd(0.1, /*momentum=*/0.9, /*wd=*/1e-4);
 //   nn::Adam adam(1e-3);
 //
-// An update is a handful of NDArray ops on the parameter's device (engine ops, queued: nothing
-// waits). The gradient is first scaled by rescale_grad (the Trainer sets it to 1 / batch_size)
+// An update is one op on the parameter's device (nd::sgd_update, nd::sgd_mom_update,
+// nd::adam_update: queued, nothing waits). The gradient is first scaled by rescale_grad (the Trainer sets it to 1 / batch_size)
 // and weight decay added: g = rescale_grad * grad + wd * weight. Then
 //   SGD:  momentum 0: weight -= lr * g
 //         else:       mom = momentum * mom - lr * g;  weight += mom

@@ -29,6 +29,16 @@ class Stream;
 
 namespace tandem::ops {
 
+// The scalars of one Adam update (the adam_update family).
+struct AdamStep {
+  double rescale = 1.0;    // the gradient's scale (1 / batch size)
+  double wd = 0.0;         // weight decay, added to the scaled gradient
+  double beta1 = 0.9;      // decay of the mean
+  double beta2 = 0.999;    // decay of the variance
+  double epsilon = 1e-8;   // added to sqrt(var)
+  double step_size = 0.0;  // the learning rate with the bias corrections of this step
+};
+
 // The kernel families, one row each: X(Result, name, (parameters), (arguments), label,
 // sim_cost, launch_result, sim_launches). Everything a family needs besides its kernels is
 // generated from its row: the `Kernels` member, `missing_kernel`'s entry, the cpu table
@@ -174,7 +184,24 @@ namespace tandem::ops {
      const ArrayView& saved_mean, const ArrayView& saved_inv_std, const ArrayView& dx,             \
      const ArrayView& dgamma, const ArrayView& dbeta),                                             \
     (x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta), "batch_norm_backward",           \
-    pass_cost(x, 5, kBatchNormFlops), void(), batch_norm_launches(x))
+    pass_cost(x, 5, kBatchNormFlops), void(), batch_norm_launches(x))                             \
+  /* Optimizer updates in place over dense views of one shape and dtype (optimizer_update.h), */   \
+  /* each element computed with the same operations, in the same order and dtype, as the */       \
+  /* unfused element-wise ops of nn::SGD and nn::Adam. SGD (momentum_buffer.data == nullptr: */    \
+  /* none): w *= 1 - decay (decay != 0), w -= g * grad_scale; with momentum: m *= momentum, */     \
+  /* m -= g * grad_scale, m -= w * decay (decay != 0), w += m. Adam: g' = g * rescale */           \
+  /* (rescale != 1) + w * wd (wd != 0), mean = mean * beta1 + g' * (1 - beta1), var = var * */    \
+  /* beta2 + g'^2 * (1 - beta2), w -= mean / (sqrt(var) + epsilon) * step_size. */                 \
+  X(void, sgd_update,                                                                              \
+    (const ArrayView& weight, const ArrayView& grad, const ArrayView& momentum_buffer,             \
+     double grad_scale, double decay, double momentum),                                            \
+    (weight, grad, momentum_buffer, grad_scale, decay, momentum), "sgd_update",                    \
+    pass_cost(weight, momentum_buffer.data != nullptr ? 5 : 3, 4.0), void(), one_launch(weight))   \
+  X(void, adam_update,                                                                             \
+    (const ArrayView& weight, const ArrayView& grad, const ArrayView& mean, const ArrayView& var,   \
+     const AdamStep& step),                                                                        \
+    (weight, grad, mean, var, step), "adam_update", pass_cost(weight, 7, 14.0), void(),            \
+    one_launch(weight))
 // clang-format on
 
 // A row's parenthesized parameter or argument list, without its parentheses.
