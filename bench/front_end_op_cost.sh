@@ -7,6 +7,9 @@
 # - naive engine, whole program: the call, the kernel run inline, and the release of the
 #   previous y (TANDEM_ENGINE=naive: one thread, so the count repeats exactly).
 #
+# - `nd::where(x, x, x)`: the front-end call alone (threaded engine) of an op with a record
+#   (frontend/src/core/op_definition.h), which runs through detail::invoke.
+#
 #   bench/front_end_op_cost.sh              # builds build-bench/ if needed, prints markdown
 #   BUILD=build bench/front_end_op_cost.sh  # another build tree (configured with the bench)
 #
@@ -35,6 +38,11 @@ for engine in threaded naive; do
     callgrind_annotate --inclusive=yes "$work/$engine.$n.cg" > "$work/$engine.$n.txt"
   done
 done
+for n in 1000 3000; do
+  valgrind --tool=callgrind --callgrind-out-file="$work/where.$n.cg" \
+    "$build/bench/frontend/bench_tiny_op_count" "$n" where > /dev/null 2>&1
+  callgrind_annotate --inclusive=yes "$work/where.$n.cg" > "$work/where.$n.txt"
+done
 
 python3 - "$work" "$(git rev-parse --short HEAD)" << 'PY'
 import re, sys
@@ -59,4 +67,7 @@ print("| instructions per front-end op | count |")
 print("|---|---|")
 print(f"| `operator+` (threaded engine: checks, allocation, push, mode checks) | {call:.0f} |")
 print(f"| whole program per op (naive engine: call, kernel, release) | {whole:.0f} |")
+where = "tandem::nd::where(tandem::nd::NDArray const&, tandem::nd::NDArray const&, tandem::nd::NDArray const&)"
+wcall = (inclusive(text("where.3000"), where) - inclusive(text("where.1000"), where)) / 2000
+print(f"| `nd::where` (threaded engine: an op with a record, through detail::invoke) | {wcall:.0f} |")
 PY

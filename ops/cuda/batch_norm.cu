@@ -1,16 +1,15 @@
-// Batch normalization on a gpu(i): per pass, a partial-sums kernel over a (parts x channels)
-// grid writes two doubles per (channel, part) into the stream's scratch memory, then an apply
-// kernel on the same grid has each block combine its channel's parts in part order (the same
-// bits on every run) and write its part of the output; block 0 of each channel writes the
-// per-channel results. Two launches per pass whatever the channel count, and the whole device
-// busy even for the 6 channels of LeNet's first layer.
+// Batch normalization in training mode on a gpu(i), the gpu(i) form of
+// ops/src/cpu/batch_norm.cc (same conventions and results up to the order of the sums): two
+// kernels per pass, partial sums per (channel, part of the channel's elements) into the
+// stream's scratch memory, then each block combines its channel's parts in a fixed order
+// (deterministic bits) and applies them. `stream` must be a gpu(i) compute stream.
 #include <algorithm>
 #include <cstdint>
 
 #include "common/batch_norm_geometry.h"
 #include "common/floating_checks.h"
+#include "kernel_declarations.h"
 #include "launch.cuh"
-#include "tandem/ops/cuda/batch_norm.h"
 
 namespace tandem::ops::cuda {
 

@@ -1,12 +1,12 @@
-// Optimizer updates on a gpu(i): one grid-stride kernel, the arithmetic of
-// common/optimizer_step.h (ops/ builds with -fmad=false, so no multiply-add is contracted and the
-// bits are those of the unfused element-wise kernels).
+// Optimizer updates in place on a gpu(i), the gpu(i) form of ops/src/cpu/optimizer_update.cc
+// (same operations per element, so the same bits: ops/ is compiled without FMA contraction):
+// one grid-stride kernel per update. `stream` must be a gpu(i) compute stream.
 #include <cstdint>
 
 #include "common/floating_checks.h"
 #include "common/optimizer_step.h"
+#include "kernel_declarations.h"
 #include "launch.cuh"
-#include "tandem/ops/cuda/optimizer_update.h"
 
 namespace tandem::ops::cuda {
 

@@ -225,6 +225,17 @@ TEST_SUITE("frontend.export") {
     }
   }
 
+  TEST_CASE("take exports and loads back with its indices, everywhere") {
+    for (Device device : test_devices()) {
+      CAPTURE(to_string(device));
+      FunctionBlock net([device](const NDArray& x) {
+        const NDArray columns = nd::from_vector(std::vector<std::int64_t>{3, 0, -1}, {3}, device);
+        return nd::take(nd::tanh(x), columns, -1) * 2.0;
+      });
+      check_round_trip(net, random_input({3, 4}, device, 36), {random_input({5, 4}, device, 37)});
+    }
+  }
+
   TEST_CASE("a hybridized block exports its ops, not its replays") {
     nn::Sequential net = export_models::mlp();
     net.initialize(nn::Xavier());

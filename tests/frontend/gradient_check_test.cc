@@ -285,6 +285,9 @@ std::vector<Case> all_cases(std::mt19937_64& rng) {
       {Input{Host{Shape{2, 3}, {1, 0, 0, 1, 1, 0}}, false}, random_input(Shape{2, 3}, rng),
        random_input(Shape{3}, rng)},
       [](const Inputs& x) { return nd::where(x[0], x[1] * x[1], x[2]); });
+  // take: repeated and negative indices along an inner axis (the gradient adds up).
+  add("take", {random_input(Shape{2, 4, 3}, rng), Input{Host{Shape{5}, {3, 0, -1, 1, 3}}, false}},
+      [](const Inputs& x) { return nd::take(x[0] * x[0], x[1].astype(nd::int64), 1); });
   add("stack", {random_input(Shape{2, 3}, rng), random_input(Shape{2, 3}, rng)},
       [](const Inputs& x) {
         return nd::stack({x[0], x[1] * x[1]}, 1);

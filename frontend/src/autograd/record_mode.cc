@@ -6,6 +6,7 @@
 #include "autograd/record.h"
 #include "autograd/tape.h"
 #include "core/modes.h"
+#include "core/op_definition.h"
 #include "tandem/errors.h"
 
 namespace tandem::autograd::detail {
@@ -34,10 +35,6 @@ class RecordMode final : public nd::detail::Mode {
   RecordMode() : Mode(nd::detail::ModeKind::record) {}
 
   void op(const OpCall& c) override {
-    if (c.gradient != nullptr) {
-      record_own_rule(c.name, *c.gradient, *c.out);
-      return;
-    }
     switch (c.form) {
       case OpForm::unary:
         return record_unary(c.unary_op, *c.x, *c.out);
@@ -62,14 +59,10 @@ class RecordMode final : public nd::detail::Mode {
         return record_copy(c.name, *c.x, *c.out);
       case OpForm::concat:
         return record_concat(*c.arrays, *c.axis, *c.out);
-      // Ops with a rule of their own that did not give it: no input needed a gradient.
-      case OpForm::conv2d:
-      case OpForm::pool:
-      case OpForm::softmax:
-      case OpForm::softmax_cross_entropy:
-      case OpForm::where:
-      case OpForm::untraced:
-        return;
+      // An op with a record: its rule, when an input needs a gradient.
+      case OpForm::defined:
+        if (c.definition->gradient == nullptr || !wants_gradient(c.inputs, c.input_count)) return;
+        return record_own_rule(c.name, c.definition->gradient(c), *c.out);
     }
   }
 

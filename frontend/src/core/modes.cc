@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/access.h"
+#include "core/invoke.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd::detail {
@@ -94,6 +95,20 @@ void OpModesPaused::report(const OpCall& call) const {
   for_each_mode(stack, [&](Mode& mode) {
     if ((mode_bit(mode.kind()) & kObservingBits) != 0) mode.op(call);
   });
+}
+
+void report_definition(const OpModesPaused& paused, const OpDefinition& definition,
+                       std::initializer_list<const NDArray*> inputs, const void* attrs,
+                       OpOutput& output) {
+  if (!paused.any()) return;
+  OpCall call(OpForm::defined, definition.name);
+  call.definition = &definition;
+  call.inputs = inputs.begin();
+  call.input_count = inputs.size();
+  call.attrs = attrs;
+  call.out = &output.out;
+  call.kept = output.kept;
+  paused.report(call);
 }
 
 void throw_if_capturing(const char* sync_call) {

@@ -27,14 +27,10 @@
 #include "tandem/nd/ndarray.h"
 #include "tandem/ops/op_kinds.h"
 
-namespace tandem::nd {
-struct Conv2dOptions;
-struct Pool2dOptions;
-}  // namespace tandem::nd
-
 namespace tandem::nd::detail {
 
 struct Storage;
+struct OpDefinition;
 
 // The modes, in the order in which they see an event.
 enum class ModeKind : std::uint8_t {
@@ -61,24 +57,19 @@ struct OpGradient {
 
 // The forms of call a mode tells apart: each carries its own fields of OpCall.
 enum class OpForm : std::uint8_t {
-  unary,                  // unary(x)
-  binary,                 // binary(x, y)
-  binary_scalar,          // binary(x, scalar), scalar_first
-  reduce,                 // reduce(x), axis (none: every element), keepdims
-  dot,                    // x . y
-  transpose,              // x, axes
-  reshape,                // x
-  slice,                  // x, begin, end, step along axis 0
-  index,                  // x, begin = the index along axis 0
-  copy,                   // name (copy, copyto, astype), x
-  concat,                 // arrays, axis
-  conv2d,                 // x, y = weight, z = bias (may be undefined), conv
-  pool,                   // name, x, pool
-  softmax,                // name (softmax, log_softmax), x, axis
-  softmax_cross_entropy,  // x = logits, y = labels
-  where,                  // x = condition, y = a, z = b
-  untraced,               // name, x: a fused op that runs its unfused steps while the export
-                          // trace is on (batch_norm), so only its own gradient rule is read
+  unary,          // unary(x)
+  binary,         // binary(x, y)
+  binary_scalar,  // binary(x, scalar), scalar_first
+  reduce,         // reduce(x), axis (none: every element), keepdims
+  dot,            // x . y
+  transpose,      // x, axes
+  reshape,        // x
+  slice,          // x, begin, end, step along axis 0
+  index,          // x, begin = the index along axis 0
+  copy,           // name (copy, copyto, astype), x
+  concat,         // arrays, axis
+  defined,        // an op with a record (core/op_definition.h): definition, inputs,
+                  // input_count, attrs, kept
 };
 
 // One op's call as the modes see it: its form, its inputs and output, and its attributes.
@@ -90,7 +81,6 @@ struct OpCall {
   const char* name;
   const NDArray* x = nullptr;
   const NDArray* y = nullptr;
-  const NDArray* z = nullptr;
   const std::vector<NDArray>* arrays = nullptr;
   NDArray* out = nullptr;
   ops::UnaryOp unary_op{};
@@ -102,11 +92,14 @@ struct OpCall {
   std::optional<int> axis;
   std::int64_t begin = 0, end = 0, step = 1;
   const std::vector<int>* axes = nullptr;
-  const Conv2dOptions* conv = nullptr;
-  const Pool2dOptions* pool = nullptr;
-  // Set by an op with a rule of its own (conv2d, pooling, softmax, softmax_cross_entropy),
-  // only when gradient_wanted() said yes; the other forms' rules live with autograd.
-  const OpGradient* gradient = nullptr;
+  // OpForm::defined: the op's record, its inputs (a null pointer or an undefined array is an
+  // optional input left out), its attributes (the record's own type) and the intermediates it
+  // kept for its gradient (two, undefined when unused).
+  const OpDefinition* definition = nullptr;
+  const NDArray* const* inputs = nullptr;
+  std::size_t input_count = 0;
+  const void* attrs = nullptr;
+  const NDArray* kept = nullptr;
 
   static OpCall unary(ops::UnaryOp op, const NDArray& x, NDArray& out) {
     OpCall c(OpForm::unary);

@@ -2,9 +2,13 @@
 // export (op_trace.cc) and the import (nn/imported_block.cc) alike.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <vector>
 
+#include "core/op_definition.h"
 #include "tandem/nd/ndarray.h"
 
 namespace tandem::nd::detail {
@@ -20,5 +24,38 @@ DType dtype_from_json(const nlohmann::json& value, const std::string& what);
 // strings "inf", "-inf" and "nan".
 nlohmann::json scalar_to_json(double value);
 double scalar_from_json(const nlohmann::json& value, const std::string& what);
+
+// An op record's attributes (core/op_definition.h) written into a node's "attrs" object.
+class JsonAttrWriter final : public OpAttrWriter {
+ public:
+  explicit JsonAttrWriter(nlohmann::json& attrs) : attrs_(attrs) {}
+  void integer(const char* key, std::int64_t value) override { attrs_[key] = value; }
+  void boolean(const char* key, bool value) override { attrs_[key] = value; }
+  void scalar(const char* key, double value) override { attrs_[key] = scalar_to_json(value); }
+  void integers(const char* key, std::span<const std::int64_t> values) override {
+    attrs_[key] = nlohmann::json(std::vector<std::int64_t>(values.begin(), values.end()));
+  }
+
+ private:
+  nlohmann::json& attrs_;
+};
+
+// And read back from an imported node's "attrs".
+class JsonAttrReader final : public OpAttrReader {
+ public:
+  explicit JsonAttrReader(const nlohmann::json& attrs) : attrs_(attrs) {}
+  bool has(const char* key) const override { return attrs_.contains(key); }
+  std::int64_t integer(const char* key) const override {
+    return attrs_.at(key).get<std::int64_t>();
+  }
+  bool boolean(const char* key) const override { return attrs_.at(key).get<bool>(); }
+  double scalar(const char* key) const override { return scalar_from_json(attrs_.at(key), key); }
+  std::vector<std::int64_t> integers(const char* key) const override {
+    return attrs_.at(key).get<std::vector<std::int64_t>>();
+  }
+
+ private:
+  const nlohmann::json& attrs_;
+};
 
 }  // namespace tandem::nd::detail

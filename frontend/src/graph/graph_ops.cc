@@ -1,28 +1,33 @@
 #include "graph/graph_ops.h"
 
+#include <span>
 #include <unordered_map>
 
+#include "core/op_definition.h"
 #include "core/op_dispatch.h"
 #include "graph/graph_json.h"
 #include "tandem/errors.h"
-#include "tandem/nd/convolution.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/join.h"
 #include "tandem/nd/linalg.h"
-#include "tandem/nd/network.h"
-#include "tandem/nd/pooling.h"
+
+// The op files (frontend/src/ops/), whose records (core/op_definition.h) a graph may name: each
+// defines op_definitions_<file>() with TANDEM_OP_DEFINITIONS. Naming the file here also makes a
+// program linking the static library link it, so an imported graph finds every op.
+#define TANDEM_OP_FILES(X) \
+  X(convolution)           \
+  X(creation) X(elementwise) X(join) X(linalg) X(network) X(pooling) X(random) X(reduce)
 
 namespace tandem::nd::detail {
+
+#define TANDEM_DECLARE_OP_FILE(file) std::span<const OpDefinition* const> op_definitions_##file();
+TANDEM_OP_FILES(TANDEM_DECLARE_OP_FILE)
+#undef TANDEM_DECLARE_OP_FILE
 
 namespace {
 
 using nlohmann::json;
 using Table = std::unordered_map<std::string, GraphOp>;
-
-Size2d size2d(const json& attrs, const char* key) {
-  const json& value = attrs.at(key);
-  return Size2d{value.at(0).get<std::int64_t>(), value.at(1).get<std::int64_t>()};
-}
 
 void add_kind_ops(Table& table) {
   for (int i = 0; i < ops::kUnaryOpCount; ++i) {
@@ -83,52 +88,26 @@ void add_shape_ops(Table& table) {
                      }};
 }
 
-void add_network_ops(Table& table) {
-  table["conv2d"] = {-1, [](const json& attrs, const std::vector<NDArray>& in) {
-                       if (in.size() != 2 && in.size() != 3) {
-                         throw Error("tandem: conv2d takes 2 or 3 inputs (x, weight, bias), got " +
-                                     std::to_string(in.size()));
-                       }
-                       const Conv2dOptions options{
-                           .stride = size2d(attrs, "stride"),
-                           .padding = size2d(attrs, "padding"),
-                           .dilation = size2d(attrs, "dilation"),
-                           .groups = attrs.at("groups").get<std::int64_t>()};
-                       return in.size() == 3 ? conv2d(in[0], in[1], in[2], options)
-                                             : conv2d(in[0], in[1], options);
-                     }};
-  const auto pool_options = [](const json& attrs) {
-    return Pool2dOptions{.kernel = size2d(attrs, "kernel"),
-                         .stride = size2d(attrs, "stride"),
-                         .padding = size2d(attrs, "padding"),
-                         .count_include_pad = attrs.at("count_include_pad").get<bool>()};
+// Every op with a record: its import, with its attributes read from the node.
+void add_defined_ops(Table& table) {
+  const auto add = [&](std::span<const OpDefinition* const> definitions) {
+    for (const OpDefinition* definition : definitions) {
+      table[definition->name] = {definition->num_inputs,
+                                 [definition](const json& attrs, const std::vector<NDArray>& in) {
+                                   return definition->import(JsonAttrReader(attrs), in);
+                                 }};
+    }
   };
-  table["max_pool2d"] = {1, [pool_options](const json& attrs, const std::vector<NDArray>& in) {
-                           return max_pool2d(in[0], pool_options(attrs));
-                         }};
-  table["avg_pool2d"] = {1, [pool_options](const json& attrs, const std::vector<NDArray>& in) {
-                           return avg_pool2d(in[0], pool_options(attrs));
-                         }};
-  table["global_avg_pool2d"] = {
-      1, [](const json&, const std::vector<NDArray>& in) { return global_avg_pool2d(in[0]); }};
-  table["softmax"] = {1, [](const json& attrs, const std::vector<NDArray>& in) {
-                        return softmax(in[0], attrs.at("axis").get<int>());
-                      }};
-  table["log_softmax"] = {1, [](const json& attrs, const std::vector<NDArray>& in) {
-                            return log_softmax(in[0], attrs.at("axis").get<int>());
-                          }};
-  table["where"] = {
-      3, [](const json&, const std::vector<NDArray>& in) { return where(in[0], in[1], in[2]); }};
-  table["softmax_cross_entropy"] = {2, [](const json&, const std::vector<NDArray>& in) {
-                                      return softmax_cross_entropy(in[0], in[1]);
-                                    }};
+#define TANDEM_ADD_OP_FILE(file) add(op_definitions_##file());
+  TANDEM_OP_FILES(TANDEM_ADD_OP_FILE)
+#undef TANDEM_ADD_OP_FILE
 }
 
 Table make_table() {
   Table table;
   add_kind_ops(table);
   add_shape_ops(table);
-  add_network_ops(table);
+  add_defined_ops(table);
   return table;
 }
 

@@ -2,6 +2,8 @@
 // the trace has not seen are constants.
 #include "graph/op_trace.h"
 
+#include <iterator>
+#include <span>
 #include <string>
 
 #include "core/access.h"
@@ -16,15 +18,7 @@ std::string constant_name(std::size_t index) {
   return kConstantPrefix + std::to_string(index);
 }
 
-namespace {
-
 using nlohmann::json;
-
-json size2d_json(const Size2d& size) {
-  return json::array({size.h, size.w});
-}
-
-}  // namespace
 
 OpTrace::OpTrace() : Mode(ModeKind::trace), graph_(std::make_unique<Graph>()) {}
 OpTrace::~OpTrace() = default;
@@ -53,7 +47,7 @@ int id_of(OpTrace::Graph& graph, const NDArray& array) {
 }
 
 void add_node(OpTrace::Graph& graph, const char* op, json attrs,
-              std::initializer_list<const NDArray*> inputs, const NDArray& out) {
+              std::span<const NDArray* const> inputs, const NDArray& out) {
   json input_ids = json::array();
   for (const NDArray* input : inputs) input_ids.push_back(id_of(graph, *input));
   const int id = add_value(graph, out);
@@ -63,6 +57,30 @@ void add_node(OpTrace::Graph& graph, const char* op, json attrs,
                              {"outputs", json::array({json{{"id", id},
                                                            {"shape", shape_to_json(out.shape())},
                                                            {"dtype", dtype_name(out.dtype())}}})}});
+}
+
+void add_node(OpTrace::Graph& graph, const char* op, json attrs,
+              std::initializer_list<const NDArray*> inputs, const NDArray& out) {
+  add_node(graph, op, std::move(attrs), std::span<const NDArray* const>(inputs), out);
+}
+
+// An op with a record: a node named after it, with the attributes it writes; optional inputs
+// left out are not the node's.
+void add_defined_node(OpTrace::Graph& graph, const OpCall& c) {
+  json attrs = json::object();
+  if (c.definition->write_attrs != nullptr) {
+    JsonAttrWriter writer(attrs);
+    c.definition->write_attrs(c, writer);
+  }
+  const NDArray* inputs[8];
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < c.input_count; ++i) {
+    if (c.inputs[i] == nullptr || !c.inputs[i]->defined()) continue;
+    if (count == std::size(inputs)) throw Error("tandem: export: an op with more than 8 inputs");
+    inputs[count++] = c.inputs[i];
+  }
+  add_node(graph, c.definition->name, std::move(attrs),
+           std::span<const NDArray* const>(inputs, count), *c.out);
 }
 
 }  // namespace
@@ -143,40 +161,6 @@ void OpTrace::concat(const std::vector<NDArray>& arrays, int axis, const NDArray
                                          {"dtype", dtype_name(out.dtype())}}})}});
 }
 
-void OpTrace::conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
-                     const Conv2dOptions& options, const NDArray& out) {
-  json attrs{{"stride", size2d_json(options.stride)},
-             {"padding", size2d_json(options.padding)},
-             {"dilation", size2d_json(options.dilation)},
-             {"groups", options.groups}};
-  if (bias.defined()) {
-    add_node(*graph_, "conv2d", std::move(attrs), {&x, &weight, &bias}, out);
-  } else {
-    add_node(*graph_, "conv2d", std::move(attrs), {&x, &weight}, out);
-  }
-}
-
-void OpTrace::pool(const char* op, const NDArray& x, const Pool2dOptions& options,
-                   const NDArray& out) {
-  json attrs = json::object();
-  if (std::string(op) != "global_avg_pool2d") {
-    attrs = json{{"kernel", size2d_json(options.kernel)},
-                 {"stride", size2d_json(options.stride)},
-                 {"padding", size2d_json(options.padding)},
-                 {"count_include_pad", options.count_include_pad}};
-  }
-  add_node(*graph_, op, std::move(attrs), {&x}, out);
-}
-
-void OpTrace::softmax(const char* op, const NDArray& x, int axis, const NDArray& out) {
-  add_node(*graph_, op, json{{"axis", axis}}, {&x}, out);
-}
-
-void OpTrace::softmax_cross_entropy(const NDArray& logits, const NDArray& labels,
-                                    const NDArray& out) {
-  add_node(*graph_, "softmax_cross_entropy", json::object(), {&logits, &labels}, out);
-}
-
 void OpTrace::op(const OpCall& c) {
   switch (c.form) {
     case OpForm::unary:
@@ -201,19 +185,8 @@ void OpTrace::op(const OpCall& c) {
       return copy(c.name, *c.x, *c.out);
     case OpForm::concat:
       return concat(*c.arrays, *c.axis, *c.out);
-    case OpForm::conv2d:
-      return conv2d(*c.x, *c.y, *c.z, *c.conv, *c.out);
-    case OpForm::pool:
-      return pool(c.name, *c.x, *c.pool, *c.out);
-    case OpForm::softmax:
-      return softmax(c.name, *c.x, *c.axis, *c.out);
-    case OpForm::softmax_cross_entropy:
-      return softmax_cross_entropy(*c.x, *c.y, *c.out);
-    case OpForm::where:
-      return where(*c.x, *c.y, *c.z, *c.out);
-    case OpForm::untraced:
-      // Such an op checks modes_see_each_op() and runs its unfused steps under the trace.
-      return refuse(c.name, "it has no graph node (a fused op reached the export trace)");
+    case OpForm::defined:
+      return add_defined_node(*graph_, c);
   }
 }
 
@@ -224,11 +197,6 @@ void OpTrace::in_place_write(const char* op, const NDArray& /*target*/, const ND
 
 void OpTrace::opaque_op(const std::string& op, const std::string& why) {
   refuse(op, why);
-}
-
-void OpTrace::where(const NDArray& condition, const NDArray& a, const NDArray& b,
-                    const NDArray& out) {
-  add_node(*graph_, "where", json::object(), {&condition, &a, &b}, out);
 }
 
 void OpTrace::refuse(const std::string& op, const std::string& why) const {

@@ -3,8 +3,10 @@
 // name, attributes, input and output arrays), so that the graph can be written as JSON and run
 // again without the block's C++ code (tandem/nn/export.h).
 //
-// Ops made of other ops (conv2d's dense copies, softmax over an inner axis, pooling) hide the
-// modes from their steps (OpModesPaused), then report themselves as one node. Ops a graph
+// An op with a record (core/op_definition.h: conv2d, pooling, softmax, where, take, ...) becomes
+// a node named after its record, with the attributes the record writes; detail::invoke hides the
+// modes from the ops it is made of (its dense copies, its steps). The other forms (element-wise
+// rows, reductions, shape ops, copies) have a method each here. Ops a graph
 // cannot hold (random draws, in-place writes, autograd::record_op) are refused: the trace
 // throws tandem::Error naming the op.
 #pragma once
@@ -16,9 +18,7 @@
 #include <vector>
 
 #include "core/modes.h"
-#include "tandem/nd/convolution.h"
 #include "tandem/nd/ndarray.h"
-#include "tandem/nd/pooling.h"
 #include "tandem/ops/op_kinds.h"
 
 namespace tandem::nd::detail {
@@ -57,13 +57,6 @@ class OpTrace final : public Mode {
   // copy, copyto(device) (a copy: the graph is device-independent) and astype.
   void copy(const char* op, const NDArray& x, const NDArray& out);
   void concat(const std::vector<NDArray>& arrays, int axis, const NDArray& out);
-  void conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
-              const Conv2dOptions& options, const NDArray& out);
-  // max_pool2d, avg_pool2d, global_avg_pool2d (its options are derived from x's shape).
-  void pool(const char* op, const NDArray& x, const Pool2dOptions& options, const NDArray& out);
-  void softmax(const char* op, const NDArray& x, int axis, const NDArray& out);
-  void softmax_cross_entropy(const NDArray& logits, const NDArray& labels, const NDArray& out);
-  void where(const NDArray& condition, const NDArray& a, const NDArray& b, const NDArray& out);
 
   // Throws tandem::Error: `op` cannot be part of an exported graph, because `why`.
   [[noreturn]] void refuse(const std::string& op, const std::string& why) const;

@@ -5,7 +5,8 @@
 
 #include "core/access.h"
 #include "core/checks.h"
-#include "core/modes.h"
+#include "core/invoke.h"
+#include "core/op_definition.h"
 #include "core/view_op.h"
 #include "tandem/errors.h"
 #include "tandem/nd/reduce.h"
@@ -106,8 +107,9 @@ void check_shape(const char* op, const char* what, const NDArray& array, const S
 
 // The conv2d rule: each gradient only when its input needs one; it saves only what its
 // gradients read (dx reads the weight, dweight reads x).
-detail::OpGradient conv2d_gradient(const NDArray& x, const NDArray& weight, const NDArray& bias,
-                                   const Conv2dOptions& options) {
+detail::OpGradient conv2d_gradient(const detail::OpCall& c) {
+  const NDArray &x = *c.inputs[0], &weight = *c.inputs[1], &bias = *c.inputs[2];
+  const Conv2dOptions options = detail::attrs_of<Conv2dOptions>(c);
   const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
   const bool has_bias = bias.defined(), need_b = has_bias && bias.needs_grad();
   detail::OpGradient gradient;
@@ -125,7 +127,51 @@ detail::OpGradient conv2d_gradient(const NDArray& x, const NDArray& weight, cons
   return gradient;
 }
 
+void write_size2d(detail::OpAttrWriter& out, const char* key, const Size2d& size) {
+  const std::int64_t values[2] = {size.h, size.w};
+  out.integers(key, values);
+}
+
+Size2d read_size2d(const detail::OpAttrReader& attrs, const char* key) {
+  const std::vector<std::int64_t> values = attrs.integers(key);
+  if (values.size() != 2) {
+    fail("conv2d", std::string("attribute '") + key + "' must be [h, w], got " +
+                       std::to_string(values.size()) + " values");
+  }
+  return Size2d{values[0], values[1]};
+}
+
+const detail::OpDefinition kConv2d{
+    .name = "conv2d",
+    .num_inputs = -1,  // x, weight and an optional bias: checked by the import
+    .write_attrs =
+        [](const detail::OpCall& c, detail::OpAttrWriter& out) {
+          const Conv2dOptions& options = detail::attrs_of<Conv2dOptions>(c);
+          write_size2d(out, "stride", options.stride);
+          write_size2d(out, "padding", options.padding);
+          write_size2d(out, "dilation", options.dilation);
+          out.integer("groups", options.groups);
+        },
+    .import =
+        [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
+          if (in.size() != 2 && in.size() != 3) {
+            throw Error("tandem: conv2d takes 2 or 3 inputs (x, weight, bias), got " +
+                        std::to_string(in.size()));
+          }
+          const Conv2dOptions options{.stride = read_size2d(attrs, "stride"),
+                                      .padding = read_size2d(attrs, "padding"),
+                                      .dilation = read_size2d(attrs, "dilation"),
+                                      .groups = attrs.integer("groups")};
+          return in.size() == 3 ? conv2d(in[0], in[1], in[2], options)
+                                : conv2d(in[0], in[1], options);
+        },
+    .gradient = conv2d_gradient};
+
 }  // namespace
+
+namespace detail {
+TANDEM_OP_DEFINITIONS(convolution, &kConv2d)
+}  // namespace detail
 
 Shape conv2d_output_shape(const Shape& x, const Shape& weight, const Conv2dOptions& options) {
   return output_shape(geometry("conv2d", x, weight, options));
@@ -134,39 +180,34 @@ Shape conv2d_output_shape(const Shape& x, const Shape& weight, const Conv2dOptio
 NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
                const Conv2dOptions& options) {
   const char* op = "conv2d";
-  Engine& engine = bias.defined() ? detail::check_same_place(op, {&x, &weight, &bias})
-                                  : detail::check_same_place(op, {&x, &weight});
-  const bool record = detail::gradient_wanted({&x, &weight, &bias});
-  // The dense copies below are the op's own business, not nodes of the graph.
-  const detail::OpModesPaused paused;
-  check_floating_same(op, x, weight);
-  const Conv2dGeometry g = geometry(op, x.shape(), weight.shape(), options);
-  if (bias.defined()) {
-    detail::check_same_dtype(op, x, bias);
-    check_shape(op, "bias", bias, Shape{g.out_channels});
-  }
-  NDArray out = detail::allocate_array(engine, output_shape(g), x.dtype(), x.device(), op);
-  const NDArray dx = dense(x), dw = dense(weight), db = bias.defined() ? dense(bias) : NDArray();
-  const detail::LazyView vb = db.defined() ? detail::lazy_view(db) : detail::LazyView{};
-  const Var reads[3] = {dx.var(), dw.var(), db.defined() ? db.var() : dw.var()};
-  detail::push_view_op<4>(
-      engine, out.device(), op,
-      {detail::lazy_view(dx), detail::lazy_view(dw), vb, detail::lazy_view(out)},
-      std::span<const Var>(reads), {out.var()},
-      [g](const ops::Kernels& k, Stream* s, const auto& v) {
-        k.conv2d(s, v[0], v[1], v[2], v[3], g);
+  Conv2dGeometry g;
+  return detail::invoke(
+      kConv2d, {&x, &weight, &bias}, &options,
+      [&] {
+        Engine& engine = bias.defined() ? detail::check_same_place(op, {&x, &weight, &bias})
+                                        : detail::check_same_place(op, {&x, &weight});
+        check_floating_same(op, x, weight);
+        g = geometry(op, x.shape(), weight.shape(), options);
+        if (bias.defined()) {
+          detail::check_same_dtype(op, x, bias);
+          check_shape(op, "bias", bias, Shape{g.out_channels});
+        }
+        return detail::OpPlan{&engine, output_shape(g), x.dtype(), x.device()};
+      },
+      [&](detail::OpOutput& o) {
+        // The dense copies are the op's own business, not nodes of the graph.
+        const NDArray dx = dense(x), dw = dense(weight),
+                      db = bias.defined() ? dense(bias) : NDArray();
+        const detail::LazyView vb = db.defined() ? detail::lazy_view(db) : detail::LazyView{};
+        const Var reads[3] = {dx.var(), dw.var(), db.defined() ? db.var() : dw.var()};
+        detail::push_view_op<4>(
+            o.out.engine(), o.out.device(), op,
+            {detail::lazy_view(dx), detail::lazy_view(dw), vb, detail::lazy_view(o.out)},
+            std::span<const Var>(reads), {o.out.var()},
+            [g](const ops::Kernels& k, Stream* s, const auto& v) {
+              k.conv2d(s, v[0], v[1], v[2], v[3], g);
+            });
       });
-  if (paused.any()) {
-    detail::OpCall call = detail::OpCall::of(detail::OpForm::conv2d, op, x, out);
-    call.y = &weight;
-    call.z = &bias;
-    call.conv = &options;
-    const detail::OpGradient gradient =
-        record ? conv2d_gradient(x, weight, bias, options) : detail::OpGradient{};
-    if (record) call.gradient = &gradient;
-    paused.report(call);
-  }
-  return out;
 }
 
 NDArray conv2d(const NDArray& x, const NDArray& weight, const Conv2dOptions& options) {

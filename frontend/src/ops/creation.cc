@@ -11,6 +11,7 @@
 #include "core/elementwise_push.h"
 #include "core/kernels.h"
 #include "core/lazy_view.h"
+#include "core/op_definition.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
@@ -180,5 +181,10 @@ NDArray array(std::initializer_list<std::initializer_list<double>> rows, Device 
   return from_vector(
       data, Shape{static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(cols)}, device);
 }
+
+namespace detail {
+// No op of this file has a record yet (core/op_definition.h).
+TANDEM_OP_DEFINITIONS(creation)
+}  // namespace detail
 
 }  // namespace tandem::nd

@@ -6,7 +6,9 @@
 #include "core/access.h"
 #include "core/checks.h"
 #include "core/elementwise_push.h"
+#include "core/invoke.h"
 #include "core/modes.h"
+#include "core/op_definition.h"
 #include "core/op_dispatch.h"
 #include "core/view_op.h"
 #include "tandem/errors.h"
@@ -134,41 +136,59 @@ NDArray sum_to(const NDArray& gradient, const Shape& shape) {
 
 }  // namespace
 
-// One kernel (the where family of ops::Kernels) over the three inputs broadcast to the result;
-// its rule sends the output gradient to the branch each element took.
+namespace {
+
+// The where rule: the output gradient goes to the branch each element took, summed over the
+// axes along which that branch was broadcast.
+detail::OpGradient where_gradient(const detail::OpCall& c) {
+  const NDArray &condition = *c.inputs[0], &a = *c.inputs[1], &b = *c.inputs[2];
+  detail::OpGradient gradient;
+  gradient.inputs = {condition, a, b};
+  gradient.saved = {condition};
+  gradient.rule = [a_shape = a.shape(), b_shape = b.shape()](const std::vector<NDArray>& g,
+                                                             const std::vector<NDArray>& saved) {
+    const NDArray zero = zeros(g[0].shape(), g[0].dtype(), g[0].device());
+    return std::vector<NDArray>{NDArray(), sum_to(where(saved[0], g[0], zero), a_shape),
+                                sum_to(where(saved[0], zero, g[0]), b_shape)};
+  };
+  return gradient;
+}
+
+}  // namespace
+
+namespace detail {
+const OpDefinition kWhere{
+    .name = "where",
+    .num_inputs = 3,
+    .import = [](const OpAttrReader&,
+                 const std::vector<NDArray>& in) { return where(in[0], in[1], in[2]); },
+    .gradient = where_gradient};
+TANDEM_OP_DEFINITIONS(elementwise, &kWhere)
+}  // namespace detail
+
+// One kernel (the where family of ops::Kernels) over the three inputs broadcast to the result.
 NDArray where(const NDArray& condition, const NDArray& a, const NDArray& b) {
   const char* op = "where";
-  Engine& engine = detail::check_same_place(op, {&condition, &a, &b});
-  detail::check_same_dtype(op, a, b);
-  const Shape shape =
-      ops::broadcast_shapes(ops::broadcast_shapes(condition.shape(), a.shape(), op), b.shape(), op);
-  const bool record = detail::gradient_wanted({&a, &b});
-  NDArray out = detail::allocate_array(engine, shape, a.dtype(), a.device(), op);
-  detail::push_view_op<4>(
-      engine, out.device(), op,
-      {detail::lazy_broadcast(condition, shape), detail::lazy_broadcast(a, shape),
-       detail::lazy_broadcast(b, shape), detail::lazy_view(out)},
-      {condition.var(), a.var(), b.var()}, {out.var()},
-      [](const ops::Kernels& k, Stream* s, const auto& v) { k.where(s, v[0], v[1], v[2], v[3]); });
-  if (detail::ops_observed()) {
-    detail::OpCall call = detail::OpCall::of(detail::OpForm::where, op, condition, out);
-    call.y = &a;
-    call.z = &b;
-    detail::OpGradient gradient;
-    if (record) {
-      gradient.inputs = {condition, a, b};
-      gradient.saved = {condition};
-      gradient.rule = [a_shape = a.shape(), b_shape = b.shape()](
-                          const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
-        const NDArray zero = zeros(g[0].shape(), g[0].dtype(), g[0].device());
-        return std::vector<NDArray>{NDArray(), sum_to(where(saved[0], g[0], zero), a_shape),
-                                    sum_to(where(saved[0], zero, g[0]), b_shape)};
-      };
-      call.gradient = &gradient;
-    }
-    detail::report_op(call);
-  }
-  return out;
+  Shape shape;
+  return detail::invoke(
+      detail::kWhere, {&condition, &a, &b}, nullptr,
+      [&] {
+        Engine& engine = detail::check_same_place(op, {&condition, &a, &b});
+        detail::check_same_dtype(op, a, b);
+        shape = ops::broadcast_shapes(ops::broadcast_shapes(condition.shape(), a.shape(), op),
+                                      b.shape(), op);
+        return detail::OpPlan{&engine, shape, a.dtype(), a.device()};
+      },
+      [&](detail::OpOutput& o) {
+        detail::push_view_op<4>(
+            o.out.engine(), o.out.device(), op,
+            {detail::lazy_broadcast(condition, shape), detail::lazy_broadcast(a, shape),
+             detail::lazy_broadcast(b, shape), detail::lazy_view(o.out)},
+            {condition.var(), a.var(), b.var()}, {o.out.var()},
+            [](const ops::Kernels& k, Stream* s, const auto& v) {
+              k.where(s, v[0], v[1], v[2], v[3]);
+            });
+      });
 }
 
 NDArray where(const NDArray& condition, const NDArray& a, double b) {

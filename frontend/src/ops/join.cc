@@ -1,15 +1,20 @@
 // concat: one op that copies every input into its slab of the output. stack and split are
 // made of the ops that autograd and export already know (reshape and concat; transposes and
-// slices, which are views), so their gradients and their graph nodes come from those.
+// slices, which are views), so their gradients and their graph nodes come from those. take:
+// one op (the take kernel family) with its record (core/op_definition.h): its gradient is one
+// take_backward op, a scatter-add.
 #include "tandem/nd/join.h"
 
 #include <string>
 
 #include "core/access.h"
 #include "core/checks.h"
+#include "core/invoke.h"
 #include "core/lazy_view.h"
 #include "core/modes.h"
+#include "core/op_definition.h"
 #include "core/op_push.h"
+#include "core/view_op.h"
 #include "tandem/errors.h"
 #include "tandem/nd/linalg.h"
 
@@ -122,6 +127,136 @@ std::vector<NDArray> split(const NDArray& x, int sections, int axis) {
     pieces.push_back(axis == 0 ? piece : transpose(piece, back));
   }
   return pieces;
+}
+
+namespace {
+
+// A dense array seen as (outer, middle, inner), or as a 1-d list of its elements (middle only).
+detail::LazyView dense_3d(const NDArray& array, std::int64_t outer, std::int64_t middle,
+                          std::int64_t inner) {
+  detail::LazyView view = detail::lazy_view(array);
+  view.layout.shape = Shape{outer, middle, inner};
+  view.layout.strides = {middle * inner, inner, 1};
+  return view;
+}
+
+detail::LazyView dense_list(const NDArray& array) {
+  detail::LazyView view = detail::lazy_view(array);
+  view.layout.shape = Shape{array.size()};
+  view.layout.strides = {1};
+  return view;
+}
+
+NDArray dense(const NDArray& array) {
+  return array.is_contiguous() ? array : array.copy();
+}
+
+// The sizes before `axis`, along it, and after it.
+struct AxisSplit {
+  std::int64_t outer = 1, length = 0, inner = 1;
+};
+
+AxisSplit split_at(const Shape& shape, int axis) {
+  AxisSplit split;
+  for (int i = 0; i < axis; ++i) split.outer *= shape[i];
+  split.length = shape[axis];
+  for (int i = axis + 1; i < shape.ndim(); ++i) split.inner *= shape[i];
+  return split;
+}
+
+// dx (x_shape, zeros where no index points) = the sum of dy's rows into the rows of x that
+// `indices` picked: take's gradient, one op (the take_backward kernel).
+NDArray take_backward(const NDArray& dy, const NDArray& indices, const Shape& x_shape, int axis) {
+  const char* op = "take_backward";
+  const NDArray g = dense(dy), list = dense(indices);
+  const AxisSplit split = split_at(x_shape, axis);
+  NDArray dx = detail::allocate_array(g.engine(), x_shape, g.dtype(), g.device(), op);
+  detail::push_view_op<3>(g.engine(), dx.device(), op,
+                          {dense_3d(g, split.outer, list.size(), split.inner), dense_list(list),
+                           dense_3d(dx, split.outer, split.length, split.inner)},
+                          {g.var(), list.var()}, {dx.var()},
+                          [axis](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.take_backward(s, v[0], v[1], v[2], axis);
+                          });
+  return dx;
+}
+
+struct TakeAttrs {
+  int axis;  // normalized
+};
+
+// take's rule: the output gradient scattered (added) back into the rows it was taken from.
+detail::OpGradient take_gradient(const detail::OpCall& c) {
+  const NDArray &x = *c.inputs[0], &indices = *c.inputs[1];
+  detail::OpGradient gradient;
+  gradient.inputs = {x, indices};
+  gradient.saved = {indices};
+  gradient.rule = [shape = x.shape(), axis = detail::attrs_of<TakeAttrs>(c).axis](
+                      const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+    return std::vector<NDArray>{take_backward(g[0], saved[0], shape, axis), NDArray()};
+  };
+  return gradient;
+}
+
+const detail::OpDefinition kTake{
+    .name = "take",
+    .num_inputs = 2,
+    .write_attrs =
+        [](const detail::OpCall& c, detail::OpAttrWriter& out) {
+          out.integer("axis", detail::attrs_of<TakeAttrs>(c).axis);
+        },
+    .import =
+        [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
+          return take(in[0], in[1], static_cast<int>(attrs.integer("axis")));
+        },
+    .gradient = take_gradient};
+
+}  // namespace
+
+namespace detail {
+TANDEM_OP_DEFINITIONS(join, &kTake)
+}  // namespace detail
+
+NDArray take(const NDArray& x, const NDArray& indices, int axis) {
+  const char* op = "take";
+  TakeAttrs attrs{axis};
+  AxisSplit split;
+  return detail::invoke(
+      kTake, {&x, &indices}, &attrs,
+      [&] {
+        Engine& engine = detail::check_same_place(op, {&x, &indices});
+        if (indices.dtype() != int32 && indices.dtype() != int64) {
+          throw Error(std::string("tandem: take: indices must be int32 or int64, got ") +
+                      dtype_name(indices.dtype()) + " (shape " + indices.shape().to_string() +
+                      "); astype(int64) first");
+        }
+        if (x.ndim() == 0) throw Error("tandem: take: a 0-d array has no axis to take along");
+        attrs.axis = ops::normalize_axis(axis, x.shape(), op);
+        const int ndim = x.ndim() - 1 + indices.ndim();
+        if (ndim > ops::kMaxDims) {
+          throw Error("tandem: take: the result of x of shape " + x.shape().to_string() +
+                      " and indices of shape " + indices.shape().to_string() + " would have " +
+                      std::to_string(ndim) + " dimensions, past the limit of " +
+                      std::to_string(ops::kMaxDims));
+        }
+        Shape shape;
+        for (int i = 0; i < attrs.axis; ++i) shape.push_back(x.shape()[i]);
+        for (int i = 0; i < indices.ndim(); ++i) shape.push_back(indices.shape()[i]);
+        for (int i = attrs.axis + 1; i < x.ndim(); ++i) shape.push_back(x.shape()[i]);
+        split = split_at(x.shape(), attrs.axis);
+        return detail::OpPlan{&engine, shape, x.dtype(), x.device()};
+      },
+      [&](detail::OpOutput& o) {
+        const NDArray values = dense(x), list = dense(indices);  // the op's own copies
+        detail::push_view_op<3>(
+            o.out.engine(), o.out.device(), op,
+            {dense_3d(values, split.outer, split.length, split.inner), dense_list(list),
+             dense_3d(o.out, split.outer, list.size(), split.inner)},
+            {values.var(), list.var()}, {o.out.var()},
+            [axis = attrs.axis](const ops::Kernels& k, Stream* s, const auto& v) {
+              k.take(s, v[0], v[1], v[2], axis);
+            });
+      });
 }
 
 }  // namespace tandem::nd

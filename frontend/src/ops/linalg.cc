@@ -7,6 +7,7 @@
 #include "core/checks.h"
 #include "core/lazy_view.h"
 #include "core/modes.h"
+#include "core/op_definition.h"
 #include "core/op_push.h"
 #include "ops/product_into.h"
 #include "tandem/errors.h"
@@ -134,5 +135,10 @@ NDArray transpose(const NDArray& x, const std::vector<int>& axes) {
   }
   return out;
 }
+
+namespace detail {
+// No op of this file has a record yet (core/op_definition.h).
+TANDEM_OP_DEFINITIONS(linalg)
+}  // namespace detail
 
 }  // namespace tandem::nd

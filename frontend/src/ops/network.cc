@@ -10,7 +10,9 @@
 
 #include "core/access.h"
 #include "core/checks.h"
+#include "core/invoke.h"
 #include "core/modes.h"
+#include "core/op_definition.h"
 #include "core/view_op.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
@@ -87,46 +89,119 @@ NDArray softmax_last_axis_backward(const NDArray& y, const NDArray& dy, bool log
   return dx;
 }
 
-// softmax or log_softmax along `axis` with its node.
-NDArray softmax_op(const NDArray& x, int axis, bool log) {
-  const char* op = log ? "log_softmax" : "softmax";
-  check_floating_input(op, x);
-  axis = checked_axis(op, x, axis);
+struct SoftmaxAttrs {
+  int axis;  // normalized
+  bool log;  // log_softmax
+};
+
+// The softmax rule: from the saved output y (the fused backward kernel over the last axis).
+detail::OpGradient softmax_gradient(const detail::OpCall& c) {
+  const NDArray& x = *c.inputs[0];
+  const int axis = detail::attrs_of<SoftmaxAttrs>(c).axis;
   const bool last = axis == x.ndim() - 1;
-  const bool record = detail::gradient_wanted({&x});
-  const detail::OpModesPaused paused;  // the steps are the op's own business
-  NDArray y;
-  if (last) {
-    y = softmax_last_axis(x, log);
-  } else if (log) {
-    y = log_softmax_values(x, axis);
-  } else {
-    const NDArray e = nd::exp(x - nd::max(x, axis, true));
-    y = e / nd::sum(e, axis, true);
-  }
-  if (paused.any()) {
-    detail::OpCall call = detail::OpCall::of(detail::OpForm::softmax, op, x, y);
-    call.axis = axis;
-    detail::OpGradient gradient;
-    if (record) {
-      gradient.inputs = {x};
-      gradient.saved = {y};
-      gradient.rule = [axis, last, log](const std::vector<NDArray>& g,
-                                        const std::vector<NDArray>& saved) {
-        const NDArray& saved_y = saved[0];
-        if (last) return std::vector<NDArray>{softmax_last_axis_backward(saved_y, g[0], log)};
-        // log: dx = g - softmax(x) * sum(g); else dx = y * (g - sum(g * y))
-        return std::vector<NDArray>{log ? g[0] - nd::exp(saved_y) * nd::sum(g[0], axis, true)
-                                        : saved_y * (g[0] - nd::sum(g[0] * saved_y, axis, true))};
-      };
-      call.gradient = &gradient;
-    }
-    paused.report(call);
-  }
-  return y;
+  const bool log = detail::attrs_of<SoftmaxAttrs>(c).log;
+  detail::OpGradient gradient;
+  gradient.inputs = {x};
+  gradient.saved = {*c.out};
+  gradient.rule = [axis, last, log](const std::vector<NDArray>& g,
+                                    const std::vector<NDArray>& saved) {
+    const NDArray& saved_y = saved[0];
+    if (last) return std::vector<NDArray>{softmax_last_axis_backward(saved_y, g[0], log)};
+    // log: dx = g - softmax(x) * sum(g); else dx = y * (g - sum(g * y))
+    return std::vector<NDArray>{log ? g[0] - nd::exp(saved_y) * nd::sum(g[0], axis, true)
+                                    : saved_y * (g[0] - nd::sum(g[0] * saved_y, axis, true))};
+  };
+  return gradient;
 }
 
+void write_softmax_attrs(const detail::OpCall& c, detail::OpAttrWriter& out) {
+  out.integer("axis", detail::attrs_of<SoftmaxAttrs>(c).axis);
+}
+
+NDArray softmax_op(const NDArray& x, int axis, bool log);
+
+const detail::OpDefinition kSoftmax{
+    .name = "softmax",
+    .write_attrs = write_softmax_attrs,
+    .import =
+        [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
+          return softmax_op(in[0], static_cast<int>(attrs.integer("axis")), false);
+        },
+    .gradient = softmax_gradient};
+const detail::OpDefinition kLogSoftmax{
+    .name = "log_softmax",
+    .write_attrs = write_softmax_attrs,
+    .import =
+        [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
+          return softmax_op(in[0], static_cast<int>(attrs.integer("axis")), true);
+        },
+    .gradient = softmax_gradient};
+
+// softmax or log_softmax along `axis`: one fused op over the last axis, else composed of
+// element-wise ops and reductions (one node either way).
+NDArray softmax_op(const NDArray& x, int axis, bool log) {
+  const char* op = log ? "log_softmax" : "softmax";
+  SoftmaxAttrs attrs{.axis = axis, .log = log};
+  bool last = false;
+  return detail::invoke(
+      log ? kLogSoftmax : kSoftmax, {&x}, &attrs,
+      [&] {
+        check_floating_input(op, x);
+        attrs.axis = checked_axis(op, x, axis);
+        last = attrs.axis == x.ndim() - 1;
+        detail::OpPlan plan;
+        plan.allocate = false;  // the steps make the result
+        return plan;
+      },
+      [&](detail::OpOutput& o) {
+        if (last) {
+          o.out = softmax_last_axis(x, log);
+        } else if (log) {
+          o.out = log_softmax_values(x, attrs.axis);
+        } else {
+          const NDArray e = nd::exp(x - nd::max(x, attrs.axis, true));
+          o.out = e / nd::sum(e, attrs.axis, true);
+        }
+      });
+}
+
+// The softmax_cross_entropy rule, from the probabilities and int32 labels the forward kept:
+// dlogits = head_grad * (p - one_hot(label)), one fused kernel.
+detail::OpGradient softmax_cross_entropy_gradient(const detail::OpCall& c) {
+  detail::OpGradient gradient;
+  gradient.inputs = {*c.inputs[0], *c.inputs[1]};
+  gradient.saved = {c.kept[0], c.kept[1]};
+  gradient.rule = [](const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+    const NDArray& saved_p = saved[0];
+    const NDArray& saved_labels = saved[1];
+    const char* name = "softmax_cross_entropy_backward";
+    Engine& e = saved_p.engine();
+    NDArray dlogits =
+        detail::allocate_array(e, saved_p.shape(), saved_p.dtype(), saved_p.device(), name);
+    detail::push_view_op<4>(e, dlogits.device(), name,
+                            {detail::lazy_view(saved_p), detail::lazy_view(saved_labels),
+                             detail::lazy_view(g[0]), detail::lazy_view(dlogits)},
+                            {saved_p.var(), saved_labels.var(), g[0].var()}, {dlogits.var()},
+                            [](const ops::Kernels& k, Stream* s, const auto& v) {
+                              k.softmax_cross_entropy_backward(s, v[0], v[1], v[2], v[3]);
+                            });
+    return std::vector<NDArray>{dlogits, NDArray()};
+  };
+  return gradient;
+}
+
+const detail::OpDefinition kSoftmaxCrossEntropy{
+    .name = "softmax_cross_entropy",
+    .num_inputs = 2,
+    .import = [](const detail::OpAttrReader&,
+                 const std::vector<NDArray>& in) { return softmax_cross_entropy(in[0], in[1]); },
+    .gradient = softmax_cross_entropy_gradient};
+
 }  // namespace
+
+namespace detail {
+TANDEM_OP_DEFINITIONS(network, &kSoftmax, &kLogSoftmax, &kSoftmaxCrossEntropy)
+}  // namespace detail
 
 NDArray softmax(const NDArray& x, int axis) {
   return softmax_op(x, axis, false);
@@ -157,63 +232,40 @@ NDArray one_hot(const NDArray& labels, std::int64_t depth, DType dtype) {
 
 NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels) {
   const char* op = "softmax_cross_entropy";
-  check_classification(op, logits, labels);
-  Engine& engine = logits.engine();
-  const bool record = detail::gradient_wanted({&logits});
-  const std::int64_t rows = logits.shape()[0];
-  NDArray loss;
-  NDArray probabilities;               // softmax(logits), what the rule needs
-  NDArray classes;                     // the labels as dense int32
-  const detail::OpModesPaused paused;  // the dense copies are the op's own business
-  {
-    const NDArray x = dense(logits);
-    // The kernels take int32 labels. An int64 label outside int32's range is outside
-    // [0, classes) too and must stay so, not wrap onto a class: clamp before narrowing.
-    classes = labels.dtype() == int32
-                  ? dense(labels)
-                  : nd::minimum(nd::maximum(labels, -1.0), 2147483647.0).astype(int32);
-    loss = detail::allocate_array(engine, Shape{rows}, logits.dtype(), logits.device(), op);
-    if (record) {
-      probabilities =
-          detail::allocate_array(engine, logits.shape(), logits.dtype(), logits.device(), op);
-    }
-    const detail::LazyView vp = record ? detail::lazy_view(probabilities) : detail::LazyView{};
-    const Var writes[2] = {loss.var(), record ? probabilities.var() : loss.var()};
-    detail::push_view_op<4>(
-        engine, loss.device(), op,
-        {detail::lazy_view(x), detail::lazy_view(classes), detail::lazy_view(loss), vp},
-        {x.var(), classes.var()}, std::span<const Var>(writes, record ? 2 : 1),
-        [](const ops::Kernels& k, Stream* s, const auto& v) {
-          k.softmax_cross_entropy_rows(s, v[0], v[1], v[2], v[3]);
-        });
-  }
-  if (!paused.any()) return loss;
-  detail::OpCall call = detail::OpCall::of(detail::OpForm::softmax_cross_entropy, op, logits, loss);
-  call.y = &labels;
-  detail::OpGradient gradient;
-  if (record) {
-    gradient.inputs = {logits, labels};
-    gradient.saved = {probabilities, classes};
-    gradient.rule = [](const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
-      const NDArray& saved_p = saved[0];
-      const NDArray& saved_labels = saved[1];
-      const char* name = "softmax_cross_entropy_backward";
-      Engine& e = saved_p.engine();
-      NDArray dlogits =
-          detail::allocate_array(e, saved_p.shape(), saved_p.dtype(), saved_p.device(), name);
-      detail::push_view_op<4>(e, dlogits.device(), name,
-                              {detail::lazy_view(saved_p), detail::lazy_view(saved_labels),
-                               detail::lazy_view(g[0]), detail::lazy_view(dlogits)},
-                              {saved_p.var(), saved_labels.var(), g[0].var()}, {dlogits.var()},
-                              [](const ops::Kernels& k, Stream* s, const auto& v) {
-                                k.softmax_cross_entropy_backward(s, v[0], v[1], v[2], v[3]);
-                              });
-      return std::vector<NDArray>{dlogits, NDArray()};
-    };
-    call.gradient = &gradient;
-  }
-  paused.report(call);
-  return loss;
+  return detail::invoke(
+      kSoftmaxCrossEntropy, {&logits, &labels}, nullptr,
+      [&] {
+        check_classification(op, logits, labels);
+        return detail::OpPlan{&logits.engine(), Shape{logits.shape()[0]}, logits.dtype(),
+                              logits.device()};
+      },
+      [&](detail::OpOutput& o) {
+        Engine& engine = logits.engine();
+        const NDArray x = dense(logits);
+        // The kernels take int32 labels. An int64 label outside int32's range is outside
+        // [0, classes) too and must stay so, not wrap onto a class: clamp before narrowing.
+        const NDArray classes =
+            labels.dtype() == int32
+                ? dense(labels)
+                : nd::minimum(nd::maximum(labels, -1.0), 2147483647.0).astype(int32);
+        NDArray probabilities;  // softmax(logits), what the rule needs
+        if (o.gradient) {
+          probabilities =
+              detail::allocate_array(engine, logits.shape(), logits.dtype(), logits.device(), op);
+          o.kept[0] = probabilities;
+          o.kept[1] = classes;
+        }
+        const detail::LazyView vp =
+            o.gradient ? detail::lazy_view(probabilities) : detail::LazyView{};
+        const Var writes[2] = {o.out.var(), o.gradient ? probabilities.var() : o.out.var()};
+        detail::push_view_op<4>(
+            engine, o.out.device(), op,
+            {detail::lazy_view(x), detail::lazy_view(classes), detail::lazy_view(o.out), vp},
+            {x.var(), classes.var()}, std::span<const Var>(writes, o.gradient ? 2 : 1),
+            [](const ops::Kernels& k, Stream* s, const auto& v) {
+              k.softmax_cross_entropy_rows(s, v[0], v[1], v[2], v[3]);
+            });
+      });
 }
 
 NDArray accuracy(const NDArray& logits, const NDArray& labels) {
@@ -248,62 +300,78 @@ NDArray dropout_with(const NDArray& x, double p, random::Generator* generator) {
   return x * mask;  // recorded as a product with the (saved) mask
 }
 
-// batch_norm in training mode as one op, and its gradient as one op (checked by the caller;
-// x not empty, the running statistics contiguous: the kernel writes them in place).
-NDArray batch_norm_training(const NDArray& x, const NDArray& gamma, const NDArray& beta,
-                            const NDArray& running_mean, const NDArray& running_var,
-                            double momentum, double eps) {
-  const char* op = "batch_norm";
-  Engine& engine = x.engine();
-  const Shape channels{x.shape()[1]};
-  const bool record = detail::gradient_wanted({&x, &gamma, &beta});
-  // The running statistics are written in place, as the unfused steps write them.
-  const NDArray mean_out = running_mean.detach(), var_out = running_var.detach();
-  detail::note_in_place_write(op, mean_out);
-  detail::note_in_place_write(op, var_out);
-  const detail::OpModesPaused paused;  // the dense copies are the op's own business
-  const NDArray dense_x = dense(x), dense_gamma = dense(gamma), dense_beta = dense(beta);
-  NDArray y = detail::allocate_array(engine, x.shape(), x.dtype(), x.device(), op);
-  NDArray saved_mean = detail::allocate_array(engine, channels, x.dtype(), x.device(), op);
-  NDArray saved_inv_std = detail::allocate_array(engine, channels, x.dtype(), x.device(), op);
-  detail::push_view_op<8>(
-      engine, y.device(), op,
-      {detail::lazy_view(dense_x), detail::lazy_view(dense_gamma), detail::lazy_view(dense_beta),
-       detail::lazy_view(mean_out), detail::lazy_view(var_out), detail::lazy_view(y),
-       detail::lazy_view(saved_mean), detail::lazy_view(saved_inv_std)},
-      {dense_x.var(), dense_gamma.var(), dense_beta.var()},
-      {mean_out.var(), var_out.var(), y.var(), saved_mean.var(), saved_inv_std.var()},
-      [momentum, eps](const ops::Kernels& k, Stream* s, const auto& v) {
-        k.batch_norm_forward(s, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], momentum, eps);
-      });
-  if (!record) return y;
-  detail::OpCall call = detail::OpCall::of(detail::OpForm::untraced, op, x, y);
+// The gradient of training-mode batch_norm: dx, dgamma and dbeta in one op from x, gamma and
+// the batch statistics the forward kept.
+detail::OpGradient batch_norm_gradient(const detail::OpCall& c) {
   detail::OpGradient gradient;
-  gradient.inputs = {x, gamma, beta};
-  gradient.saved = {dense_x, dense_gamma, saved_mean, saved_inv_std};
+  gradient.inputs = {*c.inputs[0], *c.inputs[1], *c.inputs[2]};
+  gradient.saved = {*c.inputs[0], *c.inputs[1], c.kept[0], c.kept[1]};
   gradient.rule = [](const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
     const char* name = "batch_norm_backward";
-    const NDArray &saved_x = saved[0], &saved_gamma = saved[1];
-    Engine& e = saved_x.engine();
-    const NDArray dy = dense(g[0]);
-    const Device device = saved_x.device();
-    NDArray dx = detail::allocate_array(e, saved_x.shape(), saved_x.dtype(), device, name);
-    NDArray dgamma = detail::allocate_array(e, saved_gamma.shape(), saved_x.dtype(), device, name);
-    NDArray dbeta = detail::allocate_array(e, saved_gamma.shape(), saved_x.dtype(), device, name);
+    const NDArray x = dense(saved[0]), gamma = dense(saved[1]), dy = dense(g[0]);
+    Engine& e = x.engine();
+    const Device device = x.device();
+    NDArray dx = detail::allocate_array(e, x.shape(), x.dtype(), device, name);
+    NDArray dgamma = detail::allocate_array(e, gamma.shape(), x.dtype(), device, name);
+    NDArray dbeta = detail::allocate_array(e, gamma.shape(), x.dtype(), device, name);
     detail::push_view_op<8>(
         e, device, name,
-        {detail::lazy_view(saved_x), detail::lazy_view(dy), detail::lazy_view(saved_gamma),
+        {detail::lazy_view(x), detail::lazy_view(dy), detail::lazy_view(gamma),
          detail::lazy_view(saved[2]), detail::lazy_view(saved[3]), detail::lazy_view(dx),
          detail::lazy_view(dgamma), detail::lazy_view(dbeta)},
-        {saved_x.var(), dy.var(), saved_gamma.var(), saved[2].var(), saved[3].var()},
+        {x.var(), dy.var(), gamma.var(), saved[2].var(), saved[3].var()},
         {dx.var(), dgamma.var(), dbeta.var()}, [](const ops::Kernels& k, Stream* s, const auto& v) {
           k.batch_norm_backward(s, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
         });
     return std::vector<NDArray>{dx, dgamma, dbeta};
   };
-  call.gradient = &gradient;
-  paused.report(call);
-  return y;
+  return gradient;
+}
+
+// Training-mode batch_norm as one op. Its record serves autograd only: under the export trace
+// nd::batch_norm runs its unfused steps (a graph of known nodes), so no graph names this one,
+// and it is not among the file's TANDEM_OP_DEFINITIONS.
+const detail::OpDefinition kBatchNormTraining{
+    .name = "batch_norm", .num_inputs = 3, .gradient = batch_norm_gradient};
+
+// Checked by the caller: x not empty, the running statistics contiguous (the kernel writes them
+// in place), every array on x's device with x's dtype.
+NDArray batch_norm_training(const NDArray& x, const NDArray& gamma, const NDArray& beta,
+                            const NDArray& running_mean, const NDArray& running_var,
+                            double momentum, double eps) {
+  return detail::invoke(
+      kBatchNormTraining, {&x, &gamma, &beta}, nullptr,
+      [&] {
+        // The running statistics are written in place, as the unfused steps write them.
+        detail::note_in_place_write("batch_norm", running_mean.detach());
+        detail::note_in_place_write("batch_norm", running_var.detach());
+        return detail::OpPlan{&x.engine(), x.shape(), x.dtype(), x.device()};
+      },
+      [&](detail::OpOutput& o) {
+        const char* op = "batch_norm";
+        Engine& engine = x.engine();
+        const Shape channels{x.shape()[1]};
+        const NDArray dense_x = dense(x), dense_gamma = dense(gamma), dense_beta = dense(beta);
+        const NDArray mean_out = running_mean.detach(), var_out = running_var.detach();
+        NDArray saved_mean = detail::allocate_array(engine, channels, x.dtype(), x.device(), op);
+        NDArray saved_inv_std = detail::allocate_array(engine, channels, x.dtype(), x.device(), op);
+        detail::push_view_op<8>(
+            engine, o.out.device(), op,
+            {detail::lazy_view(dense_x), detail::lazy_view(dense_gamma),
+             detail::lazy_view(dense_beta), detail::lazy_view(mean_out), detail::lazy_view(var_out),
+             detail::lazy_view(o.out), detail::lazy_view(saved_mean),
+             detail::lazy_view(saved_inv_std)},
+            {dense_x.var(), dense_gamma.var(), dense_beta.var()},
+            {mean_out.var(), var_out.var(), o.out.var(), saved_mean.var(), saved_inv_std.var()},
+            [momentum, eps](const ops::Kernels& k, Stream* s, const auto& v) {
+              k.batch_norm_forward(s, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], momentum,
+                                   eps);
+            });
+        if (o.gradient) {
+          o.kept[0] = saved_mean;
+          o.kept[1] = saved_inv_std;
+        }
+      });
 }
 
 }  // namespace

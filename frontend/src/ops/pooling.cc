@@ -6,7 +6,8 @@
 
 #include "core/access.h"
 #include "core/checks.h"
-#include "core/modes.h"
+#include "core/invoke.h"
+#include "core/op_definition.h"
 #include "core/view_op.h"
 #include "tandem/errors.h"
 
@@ -63,42 +64,102 @@ NDArray dense(const NDArray& array) {
   return array.is_contiguous() ? array : array.copy();
 }
 
+struct PoolAttrs {
+  Pool2dOptions options;
+  bool max;
+  bool global;  // global_avg_pool2d: the options come from x's shape
+};
+
 // The pooling rule: max pooling saves x (to find each window's maximum again), average
 // pooling only x's shape.
-detail::OpGradient pool_gradient(bool max, const NDArray& x, const Pool2dOptions& options) {
+detail::OpGradient pool_gradient(const detail::OpCall& c) {
+  const NDArray& x = *c.inputs[0];
+  const PoolAttrs& attrs = detail::attrs_of<PoolAttrs>(c);
   detail::OpGradient gradient;
   gradient.inputs = {x};
-  gradient.saved = {max ? x : NDArray()};
-  gradient.rule = [=, shape = x.shape()](const std::vector<NDArray>& g,
-                                         const std::vector<NDArray>& saved) {
+  gradient.saved = {attrs.max ? x : NDArray()};
+  gradient.rule = [max = attrs.max, options = attrs.options, shape = x.shape()](
+                      const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
     return std::vector<NDArray>{max ? max_pool2d_backward(g[0], saved[0], options)
                                     : avg_pool2d_backward(g[0], shape, options)};
   };
   return gradient;
 }
 
-NDArray pool_forward(const char* op, bool max, const NDArray& x, const Pool2dOptions& options) {
-  detail::check_defined(op, x);
-  detail::check_floating(op, x.dtype());
-  const Pool2dGeometry g = geometry(op, x.shape(), options);
-  const bool record = detail::gradient_wanted({&x});
-  const detail::OpModesPaused paused;  // the dense copy: no node
-  NDArray out = detail::allocate_array(x.engine(), output_shape(g), x.dtype(), x.device(), op);
-  const NDArray dx = dense(x);
-  detail::push_view_op<2>(x.engine(), out.device(), op,
-                          {detail::lazy_view(dx), detail::lazy_view(out)}, {dx.var()}, {out.var()},
-                          [g, max](const ops::Kernels& k, Stream* s, const auto& v) {
-                            (max ? k.max_pool2d : k.avg_pool2d)(s, v[0], v[1], g);
-                          });
-  if (paused.any()) {
-    detail::OpCall call = detail::OpCall::of(detail::OpForm::pool, op, x, out);
-    call.pool = &options;
-    const detail::OpGradient gradient =
-        record ? pool_gradient(max, x, options) : detail::OpGradient{};
-    if (record) call.gradient = &gradient;
-    paused.report(call);
+void write_size2d(detail::OpAttrWriter& out, const char* key, const Size2d& size) {
+  const std::int64_t values[2] = {size.h, size.w};
+  out.integers(key, values);
+}
+
+Size2d read_size2d(const detail::OpAttrReader& attrs, const char* key) {
+  const std::vector<std::int64_t> values = attrs.integers(key);
+  if (values.size() != 2) {
+    fail("pool2d", std::string("attribute '") + key + "' must be [h, w], got " +
+                       std::to_string(values.size()) + " values");
   }
-  return out;
+  return Size2d{values[0], values[1]};
+}
+
+void write_pool_attrs(const detail::OpCall& c, detail::OpAttrWriter& out) {
+  const PoolAttrs& attrs = detail::attrs_of<PoolAttrs>(c);
+  if (attrs.global) return;
+  write_size2d(out, "kernel", attrs.options.kernel);
+  write_size2d(out, "stride", attrs.options.stride);
+  write_size2d(out, "padding", attrs.options.padding);
+  out.boolean("count_include_pad", attrs.options.count_include_pad);
+}
+
+Pool2dOptions read_pool_options(const detail::OpAttrReader& attrs) {
+  return Pool2dOptions{.kernel = read_size2d(attrs, "kernel"),
+                       .stride = read_size2d(attrs, "stride"),
+                       .padding = read_size2d(attrs, "padding"),
+                       .count_include_pad = attrs.boolean("count_include_pad")};
+}
+
+const detail::OpDefinition kMaxPool2d{
+    .name = "max_pool2d",
+    .write_attrs = write_pool_attrs,
+    .import =
+        [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
+          return max_pool2d(in[0], read_pool_options(attrs));
+        },
+    .gradient = pool_gradient};
+const detail::OpDefinition kAvgPool2d{
+    .name = "avg_pool2d",
+    .write_attrs = write_pool_attrs,
+    .import =
+        [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
+          return avg_pool2d(in[0], read_pool_options(attrs));
+        },
+    .gradient = pool_gradient};
+const detail::OpDefinition kGlobalAvgPool2d{
+    .name = "global_avg_pool2d",
+    .write_attrs = write_pool_attrs,
+    .import = [](const detail::OpAttrReader&,
+                 const std::vector<NDArray>& in) { return global_avg_pool2d(in[0]); },
+    .gradient = pool_gradient};
+
+NDArray pool_forward(const detail::OpDefinition& definition, const NDArray& x,
+                     const PoolAttrs& attrs) {
+  const char* op = definition.name;
+  Pool2dGeometry g;
+  return detail::invoke(
+      definition, {&x}, &attrs,
+      [&] {
+        detail::check_defined(op, x);
+        detail::check_floating(op, x.dtype());
+        g = geometry(op, x.shape(), attrs.options);
+        return detail::OpPlan{&x.engine(), output_shape(g), x.dtype(), x.device()};
+      },
+      [&](detail::OpOutput& o) {
+        const NDArray dx = dense(x);  // the dense copy: no node
+        detail::push_view_op<2>(
+            x.engine(), o.out.device(), op, {detail::lazy_view(dx), detail::lazy_view(o.out)},
+            {dx.var()}, {o.out.var()},
+            [g, max = attrs.max](const ops::Kernels& k, Stream* s, const auto& v) {
+              (max ? k.max_pool2d : k.avg_pool2d)(s, v[0], v[1], g);
+            });
+      });
 }
 
 void check_grad_shape(const char* op, const NDArray& grad_out, const Pool2dGeometry& g) {
@@ -120,18 +181,22 @@ Shape pool2d_output_shape(const Shape& x, const Pool2dOptions& options) {
   return output_shape(geometry("pool2d", x, options));
 }
 
+namespace detail {
+TANDEM_OP_DEFINITIONS(pooling, &kMaxPool2d, &kAvgPool2d, &kGlobalAvgPool2d)
+}  // namespace detail
+
 NDArray max_pool2d(const NDArray& x, const Pool2dOptions& options) {
-  return pool_forward("max_pool2d", true, x, options);
+  return pool_forward(kMaxPool2d, x, PoolAttrs{options, true, false});
 }
 
 NDArray avg_pool2d(const NDArray& x, const Pool2dOptions& options) {
-  return pool_forward("avg_pool2d", false, x, options);
+  return pool_forward(kAvgPool2d, x, PoolAttrs{options, false, false});
 }
 
 NDArray global_avg_pool2d(const NDArray& x) {
   detail::check_defined("global_avg_pool2d", x);
-  return pool_forward("global_avg_pool2d", false, x,
-                      global_options("global_avg_pool2d", x.shape()));
+  return pool_forward(kGlobalAvgPool2d, x,
+                      PoolAttrs{global_options("global_avg_pool2d", x.shape()), false, true});
 }
 
 NDArray max_pool2d_backward(const NDArray& grad_out, const NDArray& x,

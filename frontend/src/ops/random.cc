@@ -13,6 +13,7 @@
 #include "core/kernels.h"
 #include "core/lazy_view.h"
 #include "core/modes.h"
+#include "core/op_definition.h"
 #include "tandem/errors.h"
 #include "tandem/nd/engine_scope.h"
 #include "tandem/ops/philox.h"
@@ -209,3 +210,8 @@ NDArray normal(double mean, double stddev, Shape shape, Device device) {
 }
 
 }  // namespace tandem::nd::random
+
+namespace tandem::nd::detail {
+// No op of this file has a record yet (core/op_definition.h).
+TANDEM_OP_DEFINITIONS(random)
+}  // namespace tandem::nd::detail

@@ -6,6 +6,7 @@
 #include "core/access.h"
 #include "core/checks.h"
 #include "core/modes.h"
+#include "core/op_definition.h"
 #include "core/op_dispatch.h"
 #include "core/op_push.h"
 #include "tandem/errors.h"
@@ -125,5 +126,10 @@ NDArray NDArray::argmax() const {
 NDArray NDArray::norm() const {
   return nd::norm(*this);
 }
+
+namespace detail {
+// No op of this file has a record yet (core/op_definition.h).
+TANDEM_OP_DEFINITIONS(reduce)
+}  // namespace detail
 
 }  // namespace tandem::nd

@@ -1,10 +1,13 @@
-// CPU optimizer updates: one pass in parallel blocks, the arithmetic of common/optimizer_step.h.
-#include "tandem/ops/cpu/optimizer_update.h"
+// Optimizer updates in place on the CPU (kernels.h's sgd_update and adam_update rows say what
+// they compute): one pass over dense views of one shape and floating dtype, in parallel blocks;
+// every element is computed with the operations of the unfused element-wise ops, in their order
+// and dtype, so the bits are those of nn::SGD's and nn::Adam's op-by-op updates.
 
 #include <cstdint>
 
 #include "common/floating_checks.h"
 #include "common/optimizer_step.h"
+#include "kernel_declarations.h"
 #include "parallel.h"
 
 namespace tandem::ops::cpu {

@@ -92,6 +92,17 @@ struct AdamStep {
   X(void, where,                                                                                   \
     (const ArrayView& condition, const ArrayView& a, const ArrayView& b, const ArrayView& out),    \
     (condition, a, b, out), "where", pass_cost(out, 4, 1.0), void(), one_launch(out))              \
+  /* Gather along the middle axis of (outer, n, inner) views: out[o, j, i] = */                    \
+  /* x[o, indices[j], i], indices a 1-d int32 or int64 view, each in [-n, n) (negative: from */     \
+  /* the end); one out of range is a tandem::Error naming it, `axis` (the caller's) and n. */       \
+  /* take_backward: dx = 0, then dx[o, indices[j], i] += dy[o, j, i] (a floating scatter-add). */   \
+  X(void, take, (const ArrayView& x, const ArrayView& indices, const ArrayView& out, int axis),    \
+    (x, indices, out, axis), "take", pass_cost(out, 2, 0.0), void(),                               \
+    (LaunchCounts{out.num_elements() == 0 ? 0u : 3u, 0u, 0u}))                                     \
+  X(void, take_backward,                                                                           \
+    (const ArrayView& dy, const ArrayView& indices, const ArrayView& dx, int axis),                \
+    (dy, indices, dx, axis), "take_backward", pass_cost(dy, 3, 1.0), void(),                       \
+    (LaunchCounts{dx.num_elements() == 0 ? 0u : dy.num_elements() == 0 ? 1u : 2u, 0u, 0u}))       \
   /* Reductions (reduce_ops.h) of the whole array into one element, or along one axis. */          \
   X(void, reduce_all, (ReduceOp op, const ArrayView& in, const ArrayView& out), (op, in, out),     \
     op_name(op), pass_cost(in, 1, 1.0), void(), reduce_launches(1))                                \
@@ -167,7 +178,7 @@ struct AdamStep {
      const ArrayView& dlogits),                                                                    \
     (probabilities, labels, head_grad, dlogits), "softmax_cross_entropy_backward",                 \
     pass_cost(dlogits, 2, 2.0), void(), one_launch(dlogits))                                      \
-  /* Batch normalization in training mode over dense N x C x ... views (batch_norm.h): the */      \
+  /* Batch normalization in training mode over dense N x C x ... views (cpu/batch_norm.cc): the */ \
   /* statistics of each channel over the batch and the spatial axes, y = (x - mean) * */          \
   /* inv_std * gamma + beta, the batch's mean and 1 / sqrt(var + eps) saved (C each), and the */   \
   /* running statistics updated in place (r = momentum * r + (1 - momentum) * batch). Its */       \
@@ -185,7 +196,7 @@ struct AdamStep {
      const ArrayView& dgamma, const ArrayView& dbeta),                                             \
     (x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta), "batch_norm_backward",           \
     pass_cost(x, 5, kBatchNormFlops), void(), batch_norm_launches(x))                             \
-  /* Optimizer updates in place over dense views of one shape and dtype (optimizer_update.h), */   \
+  /* Optimizer updates in place on dense views of one shape and dtype (cpu/optimizer_update.cc): */\
   /* each element computed with the same operations, in the same order and dtype, as the */       \
   /* unfused element-wise ops of nn::SGD and nn::Adam. SGD (momentum_buffer.data == nullptr: */    \
   /* none): w *= 1 - decay (decay != 0), w -= g * grad_scale; with momentum: m *= momentum, */     \

@@ -25,12 +25,17 @@ std::string cudnn_library();
 
 // `bias` is optional: data == nullptr for none.
 void conv2d(const ArrayView& x, const ArrayView& weight, const ArrayView& bias, const ArrayView& y,
-            const Conv2dGeometry& g, tandem::Stream& stream, ConvPath path = ConvPath::automatic);
+            const Conv2dGeometry& g, tandem::Stream& stream, ConvPath path);
 void conv2d_backward_data(const ArrayView& dy, const ArrayView& weight, const ArrayView& dx,
-                          const Conv2dGeometry& g, tandem::Stream& stream,
-                          ConvPath path = ConvPath::automatic);
+                          const Conv2dGeometry& g, tandem::Stream& stream, ConvPath path);
 void conv2d_backward_weight(const ArrayView& x, const ArrayView& dy, const ArrayView& dweight,
-                            const Conv2dGeometry& g, tandem::Stream& stream,
-                            ConvPath path = ConvPath::automatic);
+                            const Conv2dGeometry& g, tandem::Stream& stream, ConvPath path);
+// The same with ConvPath::automatic: the forms the rows of kernels.h declare.
+void conv2d(const ArrayView& x, const ArrayView& weight, const ArrayView& bias, const ArrayView& y,
+            const Conv2dGeometry& g, tandem::Stream& stream);
+void conv2d_backward_data(const ArrayView& dy, const ArrayView& weight, const ArrayView& dx,
+                          const Conv2dGeometry& g, tandem::Stream& stream);
+void conv2d_backward_weight(const ArrayView& x, const ArrayView& dy, const ArrayView& dweight,
+                            const Conv2dGeometry& g, tandem::Stream& stream);
 
 }  // namespace tandem::ops::cuda

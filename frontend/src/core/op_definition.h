@@ -1,0 +1,97 @@
+// One record per op: what the modes and the graph import need to know about an op that is not
+// an element-wise row (those are rows of tandem/ops/unary_ops.h and binary_ops.h). An op file
+// defines one constant OpDefinition per graph node name, next to the op:
+//
+//   struct TakeAttrs { int axis; };
+//   const detail::OpDefinition kTake{
+//       .name = "take",
+//       .num_inputs = 2,
+//       .write_attrs = [](const detail::OpCall& c, detail::OpAttrWriter& w) {
+//         w.integer("axis", detail::attrs_of<TakeAttrs>(c).axis);
+//       },
+//       .import = [](const detail::OpAttrReader& r, const std::vector<NDArray>& in) {
+//         return take(in[0], in[1], static_cast<int>(r.integer("axis")));
+//       },
+//       .gradient = take_gradient};  // builds an OpGradient from the call
+//
+// and runs through detail::invoke (core/invoke.h), which reports an OpCall pointing at it. The
+// modes read the record, never the op: the export trace writes a node named `name` with
+// write_attrs' attributes, autograd records `gradient`'s rule, and the graph import
+// (graph/graph_ops.cc) finds the record by name and calls `import`. So a new op adds nothing to
+// core/modes.h, autograd/, or graph/: only its file's TANDEM_OP_DEFINITIONS line lists it.
+//
+// The attributes go through OpAttrWriter / OpAttrReader, which graph/ implements over the graph
+// JSON (docs/file-format.md): the op files never see the JSON library.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <vector>
+
+#include "core/modes.h"
+#include "tandem/nd/ndarray.h"
+
+namespace tandem::nd::detail {
+
+// Where a record's attributes go when the op is exported.
+class OpAttrWriter {
+ public:
+  virtual ~OpAttrWriter() = default;
+  virtual void integer(const char* key, std::int64_t value) = 0;
+  virtual void boolean(const char* key, bool value) = 0;
+  // Any double, infinities and NaN included.
+  virtual void scalar(const char* key, double value) = 0;
+  virtual void integers(const char* key, std::span<const std::int64_t> values) = 0;
+};
+
+// Where they come from when a graph is imported. A missing key or a value of another type
+// throws (tandem::Error or the JSON library's exception, which the import reports with the
+// node).
+class OpAttrReader {
+ public:
+  virtual ~OpAttrReader() = default;
+  virtual bool has(const char* key) const = 0;
+  virtual std::int64_t integer(const char* key) const = 0;
+  virtual bool boolean(const char* key) const = 0;
+  virtual double scalar(const char* key) const = 0;
+  virtual std::vector<std::int64_t> integers(const char* key) const = 0;
+};
+
+struct OpDefinition {
+  // The op's name: its graph node's "op", its autograd node's name.
+  const char* name = nullptr;
+  // The inputs an imported node must have; -1: any number (the import checks them).
+  int num_inputs = 1;
+  // The call's attributes (OpCall::attrs) as the graph stores them; null: none.
+  void (*write_attrs)(const OpCall& call, OpAttrWriter& out) = nullptr;
+  // Runs the op again on an imported node's inputs with its attributes.
+  NDArray (*import)(const OpAttrReader& attrs, const std::vector<NDArray>& inputs) = nullptr;
+  // The gradient rule of one call, with what it saves: asked only when a mode records and an
+  // input needs a gradient. Null: the op has none (its output needs no gradient).
+  OpGradient (*gradient)(const OpCall& call) = nullptr;
+};
+
+// The attributes an op's invoke passed, as the op's own type.
+template <class Attrs>
+const Attrs& attrs_of(const OpCall& call) {
+  return *static_cast<const Attrs*>(call.attrs);
+}
+
+// The records of one op file, found by the graph import through the file's name:
+//
+//   TANDEM_OP_DEFINITIONS(network, &kSoftmax, &kLogSoftmax, &kSoftmaxCrossEntropy)
+//
+// at namespace scope in tandem::nd::detail; every file of ops/ has one such line (an empty list
+// for a file without records), and graph/graph_ops.cc names every op file once, which also makes
+// a program linking the static library link every op an imported graph may name. So a new op in
+// an existing op file adds its record to its file's line and touches nothing else.
+#define TANDEM_OP_DEFINITIONS(file, ...)                                               \
+  std::span<const ::tandem::nd::detail::OpDefinition* const> op_definitions_##file();  \
+  std::span<const ::tandem::nd::detail::OpDefinition* const> op_definitions_##file() { \
+    static const ::tandem::nd::detail::OpDefinition* const definitions[] = {           \
+        __VA_ARGS__ __VA_OPT__(, ) nullptr};                                           \
+    return {definitions, std::size(definitions) - 1};                                  \
+  }
+
+}  // namespace tandem::nd::detail
