@@ -2,12 +2,66 @@
 #include "tandem/nn/optimizer.h"
 
 #include <cmath>
+#include <sstream>
 
+#include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/optimizer_updates.h"
 
 namespace tandem::nn {
+
+namespace {
+
+// A value that would turn every weight into NaN or inf at the first step is refused where it is
+// set, naming the optimizer, the value's role and the value.
+void check_value(const char* optimizer, const char* what, double value, bool ok,
+                 const char* expected) {
+  if (!ok) {
+    std::ostringstream message;
+    message << "tandem: " << optimizer << ": " << what << " must be " << expected << ", got "
+            << value;
+    throw Error(message.str());
+  }
+}
+
+bool finite_non_negative(double value) {
+  return std::isfinite(value) && value >= 0.0;
+}
+
+}  // namespace
+
+Optimizer::Optimizer(double learning_rate, double wd) : learning_rate_(learning_rate), wd_(wd) {
+  check_value("optimizer", "the learning rate", learning_rate, finite_non_negative(learning_rate),
+              "a finite number >= 0");
+  check_value("optimizer", "the weight decay (wd)", wd, finite_non_negative(wd),
+              "a finite number >= 0");
+}
+
+void Optimizer::set_learning_rate(double learning_rate) {
+  check_value(name().c_str(), "the learning rate", learning_rate,
+              finite_non_negative(learning_rate), "a finite number >= 0");
+  learning_rate_ = learning_rate;
+}
+
+void Optimizer::set_rescale_grad(double rescale_grad) {
+  check_value(name().c_str(), "rescale_grad", rescale_grad, std::isfinite(rescale_grad),
+              "a finite number");
+  rescale_grad_ = rescale_grad;
+}
+
+SGD::SGD(double learning_rate, double momentum, double wd)
+    : Optimizer(learning_rate, wd), momentum_(momentum) {
+  check_value("sgd", "momentum", momentum, momentum >= 0.0 && momentum <= 1.0, "in [0, 1]");
+}
+
+Adam::Adam(double learning_rate, double beta1, double beta2, double epsilon, double wd)
+    : Optimizer(learning_rate, wd), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {
+  check_value("adam", "beta1", beta1, beta1 >= 0.0 && beta1 < 1.0, "in [0, 1)");
+  check_value("adam", "beta2", beta2, beta2 >= 0.0 && beta2 < 1.0, "in [0, 1)");
+  check_value("adam", "epsilon", epsilon, std::isfinite(epsilon) && epsilon > 0.0,
+              "a finite number > 0");
+}
 
 nd::NDArray Optimizer::effective_grad(const nd::NDArray& weight, const nd::NDArray& grad) const {
   nd::NDArray g = rescale_grad_ == 1.0 ? grad : grad * rescale_grad_;

@@ -165,8 +165,8 @@ struct AdamStep {
     one_launch(dx))                                                                                \
   /* Cross entropy of softmax(logits) (dense rows x classes) against int32 labels (rows): */       \
   /* loss per row, and the probabilities when probabilities.data != nullptr. A label outside */    \
-  /* [0, classes) has loss 0. head_grad is 1-d with any stride (0: broadcast). The */              \
-  /* backward: dlogits[r] = head_grad[r] * (p[r] - one_hot(label)). */                             \
+  /* [0, classes) has loss 0 and gradient 0. head_grad is 1-d with any stride (0: broadcast). */  \
+  /* The backward: dlogits[r] = head_grad[r] * (p[r] - one_hot(label)). */                         \
   X(void, softmax_cross_entropy_rows,                                                              \
     (const ArrayView& logits, const ArrayView& labels, const ArrayView& loss,                      \
      const ArrayView& probabilities),                                                              \
