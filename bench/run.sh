@@ -188,12 +188,18 @@ run_suite() {
     ${BENCH_NOTE:+--note "$BENCH_NOTE"}
 }
 
-# The distributed suite: examples/train_distributed and allreduce_cost under mpirun with 1, 2
-# and 4 ranks, each rank with TANDEM_CPU_WORKERS = cores / ranks (at least 1). Its own Release
-# build (examples on, no StarPU needed); the records go to bench/results/distributed.jsonl, one
-# JSON object per line, and docs/benchmarks.md ("distributed") quotes them by hand.
+# The distributed suite: examples/train_distributed and allreduce_cost started by tandem-run
+# with 1, 2 and 4 ranks, each rank with TANDEM_CPU_WORKERS = cores / ranks (at least 1). Its own
+# Release build (examples on, no StarPU needed); the records go to
+# bench/results/distributed.jsonl, one JSON object per line, and docs/benchmarks.md
+# ("distributed") quotes them by hand (TANDEM_DIST_BUILD=DIR: an existing build tree with the
+# examples instead). Per rank count: samples/s per epoch, the fraction of the
+# exchange hidden behind backward in the last (profiled) epoch, and (2 and 4 ranks) the
+# exchange of one lenet_bn step and single allreduces against plain MPI_Allreduce calls; at 2
+# ranks, Task Bench's METG across the ranks (allreduce_cost --metg).
 run_distributed() {
-  local dist_build=$repo/build-bench-dist out=$results/distributed.jsonl
+  local dist_build=${TANDEM_DIST_BUILD:-$repo/build-bench-dist} out=$results/distributed.jsonl
+  local launcher=$repo/frontend/src/distributed/mpi/tandem-run
   command -v mpirun > /dev/null || { echo "run.sh: mpirun not found (scripts/setup.sh installs Open MPI)" >&2; return 1; }
   [[ -f $dist_build/CMakeCache.txt ]] || cmake -S "$repo" -B "$dist_build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_EXAMPLES=ON \
@@ -202,19 +208,33 @@ run_distributed() {
   [[ -f $repo/data/digits/test-labels-idx1-ubyte ]] || bash "$repo/scripts/fetch-digits.sh"
   mkdir -p "$results"
   : > "$out"
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  local np workers epochs=2
-  [[ ${#quick[@]} -gt 0 ]] && epochs=1
+  local np workers dataset epochs steps
+  # lenet_bn on the digits (8x8: a backward far shorter than one collective) and, when Debian's
+  # dataset-fashion-mnist is installed, on Fashion-MNIST (28x28), a fixed number of steps.
+  local -a runs=("digits 3 0")
+  [[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]] && runs+=("fashion_mnist 2 60")
+  [[ ${#quick[@]} -gt 0 ]] && runs=("digits 2 0")
   for np in 1 2 4; do
     workers=$(( $(nproc) / np )); (( workers >= 1 )) || workers=1
-    echo "run.sh: distributed: $np rank(s), TANDEM_CPU_WORKERS=$workers" >&2
-    TANDEM_CPU_WORKERS=$workers mpirun --oversubscribe --bind-to none -np "$np" \
-      "$dist_build/examples/train_distributed/train_distributed" --epochs "$epochs" \
-      --data "$repo/data/digits" | tee /dev/stderr |
-      sed -n "s/^epoch \([0-9]*\):.* \([0-9.]*\) samples\/s$/{\"ranks\": $np, \"workers\": $workers, \"epoch\": \1, \"samples_per_s\": \2}/p" >> "$out"
+    for run in "${runs[@]}"; do
+      read -r dataset epochs steps <<< "$run"
+      echo "run.sh: distributed: $dataset, $np rank(s), TANDEM_CPU_WORKERS=$workers, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+      "$launcher" --allow-run-as-root -np "$np" \
+        "$dist_build/examples/train_distributed/train_distributed" --dataset "$dataset" \
+        --epochs "$epochs" --steps "$steps" --profile |
+        tee /dev/stderr |
+        sed -n -e "s/^epoch \([0-9]*\):.* \([0-9.]*\) samples\/s$/{\"dataset\": \"$dataset\", \"ranks\": $np, \"workers\": $workers, \"epoch\": \1, \"samples_per_s\": \2}/p" \
+          -e "s/^exchange: hidden \([0-9.]*\) (\([0-9.]*\) of \([0-9.]*\) ms.*, \([0-9]*\) buckets$/{\"dataset\": \"$dataset\", \"ranks\": $np, \"exchange_hidden\": \1, \"hidden_ms\": \2, \"exchange_ms\": \3, \"buckets\": \4}/p" >> "$out"
+    done
     if (( np > 1 )); then
-      TANDEM_CPU_WORKERS=$workers mpirun --oversubscribe --bind-to none -np "$np" \
+      "$launcher" --allow-run-as-root -np "$np" \
+        "$dist_build/examples/train_distributed/allreduce_cost" --model lenet_bn "${quick[@]}" | tee -a "$out"
+      "$launcher" --allow-run-as-root -np "$np" \
         "$dist_build/examples/train_distributed/allreduce_cost" "${quick[@]}" | tee -a "$out"
+    fi
+    if (( np == 2 )); then  # Task Bench's METG pattern across 2 ranks
+      "$launcher" --allow-run-as-root -np 2 \
+        "$dist_build/examples/train_distributed/allreduce_cost" --metg "${quick[@]}" | tee -a "$out"
     fi
   done
   echo "run.sh: distributed records in $out"

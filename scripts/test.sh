@@ -3,7 +3,7 @@
 #
 #   bash scripts/test.sh                # every stage, in this order:
 #     main    RelWithDebInfo build in build/ (CUDA AUTO), ctest: every test
-#     tsan    ThreadSanitizer build in build-tsan/, ctest -R engine, TANDEM_TEST_SCALE=0.05
+#     tsan    ThreadSanitizer build in build-tsan/, ctest -R 'engine|dist', TANDEM_TEST_SCALE=0.05
 #     asan    ASan+UBSan build in build-asan/, ctest: every test, TANDEM_TEST_SCALE=0.05
 #     embed   cmake --install build/ into a temporary prefix, then build and run against the
 #             installed package: examples/embed, an engine-only consumer (COMPONENTS engine,
@@ -95,11 +95,13 @@ stage_tsan() {
     -DTANDEM_ASSERTIONS=ON -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
   cmake_build "$TSAN_DIR"
   choose_tsan_launcher
-  # TSAN_OPTIONS (the suppressions for the uninstrumented libtbb, tests/engine/tsan.supp) is
-  # set per test by tests/engine/CMakeLists.txt, so a by-hand ctest run gets it too.
+  # TSAN_OPTIONS (the suppressions for the uninstrumented libtbb, tests/engine/tsan.supp, and
+  # for the MPI tests Open MPI's, tests/dist/tsan.supp) is set per test by the tests'
+  # CMakeLists.txt, so a by-hand ctest run gets it too. The MPI tests (dist_*: the comm thread)
+  # run here too when MPI was found.
   TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" \
     "${TSAN_LAUNCHER[@]}" ctest --test-dir "$TSAN_DIR" --output-on-failure --no-tests=error \
-    --timeout "$CTEST_TIMEOUT" -R engine
+    --timeout "$CTEST_TIMEOUT" -R 'engine|dist'
 }
 
 stage_asan() {
@@ -268,7 +270,7 @@ done
 
 declare -A stage_titles=(
   [main]="main: build/ + ctest"
-  [tsan]="tsan: ${TSAN_DIR}/ + ctest -R engine"
+  [tsan]="tsan: ${TSAN_DIR}/ + ctest -R 'engine|dist'"
   [asan]="asan+ubsan: ${ASAN_DIR}/ + ctest"
   [embed]="embed: install + consumers"
   [demo]="demo: examples --quick"

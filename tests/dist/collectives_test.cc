@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dist_test_support.h"
+#include "tandem/device_info.h"
 #include "tandem/engine.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
@@ -147,6 +148,30 @@ TEST_SUITE("dist.collectives") {
     CHECK_THROWS_WITH_AS(group().broadcast(a, group().size()), doctest::Contains("is not a rank"),
                          tandem::Error);
     CHECK_THROWS_WITH_AS(tandem::dist::ProcessGroup{}, doctest::Contains("already alive"),
+                         tandem::Error);
+    // A sim array: neither MPI (cpu arrays) nor NCCL (cuda arrays) takes it.
+    nd::NDArray on_sim = nd::ones({2}, nd::float32, tandem::sim(0));
+    CHECK_THROWS_WITH_AS(group().allreduce(on_sim), doctest::Contains("sim(0)"), tandem::Error);
+  }
+
+  TEST_CASE("gpu arrays are summed and broadcast across the ranks through NCCL") {
+    const int gpus = tandem::device_count(tandem::DeviceKind::cuda);
+    if (gpus < group().local_size()) {
+      MESSAGE("skipped: NCCL across processes needs a CUDA device per rank of this machine ("
+              << gpus << " device(s) for " << group().local_size() << " rank(s))");
+      return;
+    }
+    const tandem::Device gpu = tandem::cuda(group().local_rank());
+    nd::NDArray x = nd::full({1000}, group().rank() + 1.0, nd::float32, gpu);
+    group().allreduce(x);
+    nd::NDArray y = nd::full({10}, group().rank() * 1.0, nd::float32, gpu);
+    group().broadcast(y, group().size() - 1);
+    const float expected = static_cast<float>(group().size() * (group().size() + 1) / 2);
+    for (const float value : x.copyto(tandem::cpu()).to_vector<float>()) REQUIRE(value == expected);
+    for (const float value : y.copyto(tandem::cpu()).to_vector<float>())
+      REQUIRE(value == static_cast<float>(group().size() - 1));
+    nd::NDArray gathered = nd::ones({2}, nd::float32, gpu);
+    CHECK_THROWS_WITH_AS((void)group().allgather(gathered), doctest::Contains("NCCL"),
                          tandem::Error);
   }
 }

@@ -156,6 +156,43 @@ TEST_SUITE("dist.training") {
     }
   }
 
+  TEST_CASE("the exchange across processes goes in buckets, queued inside backward") {
+    auto net = mlp(7, false);
+    nn::Trainer trainer(
+        net->collect_params(), nn::SGD(0.5),
+        {.exchange = nn::GradientExchangeMode::during_backward, .cross_process = shared_group()});
+    const std::size_t parameters = net->collect_params().size();
+    const DataSet all = data_set();
+    data::DataLoader loader(
+        all.images, all.labels,
+        {.batch_size = 8, .num_shards = group().size(), .shard = group().rank()});
+    int steps = 0;
+    for (const data::Batch& batch : loader) {
+      nd::NDArray loss;
+      {
+        auto recording = autograd::record();
+        loss = nd::softmax_cross_entropy((*net)(batch.data), batch.label).sum();
+      }
+      const std::uint64_t before = group().collectives_queued();
+      loss.backward();
+      const std::uint64_t during_backward = group().collectives_queued() - before;
+      // Every gradient's sum across the ranks is queued inside backward.
+      CHECK(trainer.exchange()->summed_during_backward() == parameters);
+      trainer.step(batch.data.shape()[0]);
+      CHECK(group().collectives_queued() - before == during_backward);
+      if (steps == 0) {
+        // The first step records backward's order: one collective per gradient.
+        CHECK(during_backward == parameters);
+      } else {
+        // Then the plan: the last-ready gradient alone, the three others in one bucket.
+        CHECK(trainer.exchange()->cross_process_buckets() == 2);
+        CHECK(during_backward == 2);
+      }
+      REQUIRE(same_bits_on_every_rank(*net));
+      if (++steps == 3) break;
+    }
+  }
+
   TEST_CASE("the distributed sampler deals disjoint shards, reshuffled every epoch") {
     const nd::NDArray ids = nd::arange(0, 10).astype(nd::int64);
     data::DataLoader loader(ids, ids,

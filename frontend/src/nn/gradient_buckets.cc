@@ -19,11 +19,11 @@ std::size_t gradient_bytes(const Parameter& parameter) {
 }
 
 // Whether the parameter may share a bucket (see plan_gradient_buckets).
-bool bucketable(const Parameter& parameter) {
+bool bucketable(const Parameter& parameter, BucketScope scope) {
   const std::size_t copies = parameter.devices().size();
-  if (!parameter.initialized() || parameter.grad_req() != GradReq::write || copies < 2) {
-    return false;
-  }
+  if (!parameter.initialized() || parameter.grad_req() != GradReq::write) return false;
+  if (scope == BucketScope::across_processes) return copies == 1;
+  if (copies < 2) return false;
   return copies < 3 || gradient_bytes(parameter) < nd::kRingMinimumBytes;
 }
 
@@ -65,7 +65,7 @@ std::vector<nd::NDArray> gradients_on(const std::vector<Parameter*>& members, De
 
 std::vector<std::vector<std::size_t>> plan_gradient_buckets(
     const std::vector<std::shared_ptr<Parameter>>& parameters,
-    const std::vector<std::size_t>& ready_order, std::size_t bucket_bytes) {
+    const std::vector<std::size_t>& ready_order, std::size_t bucket_bytes, BucketScope scope) {
   // Last-ready first; parameters that never became ready go after the others (alone).
   std::vector<std::size_t> walk(ready_order.rbegin(), ready_order.rend());
   std::vector<bool> listed(parameters.size(), false);
@@ -85,7 +85,7 @@ std::vector<std::vector<std::size_t>> plan_gradient_buckets(
   for (const std::size_t i : walk) {
     const Parameter& parameter = *parameters[i];
     const std::size_t bytes = parameter.initialized() ? gradient_bytes(parameter) : 0;
-    if (!bucketable(parameter) || bytes > bucket_bytes) {
+    if (!bucketable(parameter, scope) || bytes > bucket_bytes) {
       buckets.push_back({i});
       continue;
     }
@@ -104,12 +104,30 @@ std::vector<std::vector<std::size_t>> plan_gradient_buckets(
   return buckets;
 }
 
-bool summable_together(const std::vector<Parameter*>& members) {
+bool summable_together(const std::vector<Parameter*>& members, BucketScope scope) {
   bool together = !members.empty();
   for (const Parameter* member : members) {
-    together = together && same_place(*members.front(), *member) && bucketable(*member);
+    together = together && same_place(*members.front(), *member) && bucketable(*member, scope);
   }
   return together;
+}
+
+void sum_across_processes(const std::vector<Parameter*>& members, CrossProcessReducer& reducer) {
+  const Device device = members.front()->devices().front();
+  const std::vector<nd::NDArray> gradients = gradients_on(members, device);
+  if (gradients.size() == 1) {
+    nd::NDArray gradient = gradients.front();
+    reducer.sum_in_place(gradient);
+    return;
+  }
+  std::int64_t elements = 0;
+  for (const nd::NDArray& gradient : gradients) elements += gradient.size();
+  const nd::NDArray& first = gradients.front();
+  nd::NDArray flat = nd::detail::allocate_on(first.engine(), {elements}, first.dtype(), device,
+                                             "cross_process_bucket_pack");
+  push_slab_transfer(flat, gradients, device, /*into_flat=*/true, "cross_process_bucket_pack");
+  reducer.sum_in_place(flat);
+  push_slab_transfer(flat, gradients, device, /*into_flat=*/false, "cross_process_bucket_unpack");
 }
 
 BucketSum::BucketSum(std::vector<Parameter*> members)

@@ -55,12 +55,17 @@
 #include <vector>
 
 #include "tandem/nd/ndarray.h"
+#include "tandem/nn/cross_process.h"
 #include "tandem/nn/parameter.h"
 
 namespace tandem::nn::detail {
 
 // The first cap before the tail bucket is bucket_bytes / kFirstCapDivisor (see above).
 inline constexpr std::size_t kFirstCapDivisor = 128;
+
+// What a plan sums together: copies of one parameter on several devices of this process, or
+// the one copy of each process's parameter across the processes (CrossProcessReducer).
+enum class BucketScope { across_devices, across_processes };
 
 // Groups `parameters` into buckets (indices into it). `ready_order` lists the parameters in the
 // order backward finished their gradients in the recorded step; parameters missing from it
@@ -70,14 +75,27 @@ inline constexpr std::size_t kFirstCapDivisor = 128;
 // three devices or more. Others, and candidates over their bucket's cap, get a bucket of their
 // own. Every parameter is in exactly one bucket; buckets are listed from the last-ready to the
 // first-ready. bucket_bytes == 0: one bucket per parameter.
+// With BucketScope::across_processes the candidates are instead the initialized parameters with
+// GradReq::write and exactly one copy (of one dtype and device per bucket): the plan is then a
+// function of the order and the shapes only, the same on every process that runs the same
+// network.
 std::vector<std::vector<std::size_t>> plan_gradient_buckets(
     const std::vector<std::shared_ptr<Parameter>>& parameters,
-    const std::vector<std::size_t>& ready_order, std::size_t bucket_bytes);
+    const std::vector<std::size_t>& ready_order, std::size_t bucket_bytes,
+    BucketScope scope = BucketScope::across_devices);
 
 // Whether `members` can be summed by a BucketSum (one dtype and device list, each bucketable):
 // false when their placement changed since the plan; they are then summed one by one with
 // nd::allreduce.
-bool summable_together(const std::vector<Parameter*>& members);
+bool summable_together(const std::vector<Parameter*>& members,
+                       BucketScope scope = BucketScope::across_devices);
+
+// Sums the gradients of `members` (one copy each, summable_together across processes) across the
+// processes with one collective: one op packs them into a flat array, `reducer` sums the flat
+// in place, one op copies its slabs back into the gradients. A bucket of one member is summed
+// in place, without a pack. Every element is summed by the same collective as alone (MPI's sum
+// is the same on every process), so every process holds the same bits.
+void sum_across_processes(const std::vector<Parameter*>& members, CrossProcessReducer& reducer);
 
 // One step's sum of one bucket whose members are summable_together.
 class BucketSum {

@@ -18,11 +18,13 @@ namespace tandem::nn {
 struct GradientExchange::State {
   struct Slot {
     std::shared_ptr<Parameter> parameter;
-    std::vector<bool> ready;  // per copy: backward has queued its last gradient op this step
-    bool summed = false;      // its exchange was queued this step
-    bool all_ready = false;   // every copy is ready this step
-    bool crossed = false;     // summed across processes this step
-    std::size_t bucket = 0;   // index into buckets, once planned
+    std::vector<bool> ready;       // per copy: backward has queued its last gradient op this step
+    bool summed = false;           // its exchange was queued this step
+    bool all_ready = false;        // every copy is ready this step
+    bool crossed = false;          // summed across processes this step
+    bool cross_ready = false;      // one copy: backward has queued its gradient this step
+    std::size_t bucket = 0;        // index into buckets, once planned
+    std::size_t cross_bucket = 0;  // index into cross_buckets, once planned
   };
 
   void report(std::size_t slot_index, std::size_t copy) {
@@ -32,11 +34,7 @@ struct GradientExchange::State {
     const std::size_t copies = parameter.devices().size();
     if (copies == 1 && cross_process != nullptr && parameter.grad_req() == GradReq::write &&
         !slot.crossed) {
-      auto paused = autograd::pause();
-      nd::NDArray gradient = parameter.grad(parameter.devices()[0]);
-      cross_process->sum_in_place(gradient);
-      slot.crossed = true;
-      ++summed_during_backward;
+      report_across_processes(slot_index);
       return;
     }
     if (copies < 2 || parameter.grad_req() != GradReq::write) return;
@@ -68,6 +66,45 @@ struct GradientExchange::State {
     }
     send_bucket(slot.bucket);
     summed_during_backward += bucket.size();
+  }
+
+  // A gradient with one copy here is final in the queues: before the plan it is summed across
+  // the processes alone (and its place in backward's order recorded); after, its bucket goes
+  // once its last member is ready. Caller holds the mutex.
+  void report_across_processes(std::size_t slot_index) {
+    Slot& slot = slots[slot_index];
+    slot.cross_ready = true;
+    if (!cross_planned) {
+      cross_ready_order.push_back(slot_index);
+      summed_during_backward += cross_sum({slot_index});
+      return;
+    }
+    const std::vector<std::size_t>& bucket = cross_buckets[slot.cross_bucket];
+    for (const std::size_t member : bucket) {
+      if (!slots[member].cross_ready) return;
+    }
+    summed_during_backward += cross_sum(bucket);
+  }
+
+  // Queues the sum across processes of `members` (indices into slots) not summed yet this step:
+  // one collective when they can go together, else one each. Returns how many it summed. Caller
+  // holds the mutex.
+  std::size_t cross_sum(const std::vector<std::size_t>& members) {
+    auto paused = autograd::pause();
+    std::vector<Parameter*> parameters;
+    for (const std::size_t member : members) {
+      if (!slots[member].crossed) parameters.push_back(slots[member].parameter.get());
+    }
+    if (parameters.empty()) return 0;
+    if (detail::summable_together(parameters, detail::BucketScope::across_processes)) {
+      detail::sum_across_processes(parameters, *cross_process);
+    } else {
+      for (Parameter* parameter : parameters) {
+        for (nd::NDArray gradient : parameter->list_grad()) cross_process->sum_in_place(gradient);
+      }
+    }
+    for (const std::size_t member : members) slots[member].crossed = true;
+    return parameters.size();
   }
 
   void note_last_gradient(const Parameter& parameter, std::size_t copy) {
@@ -107,6 +144,7 @@ struct GradientExchange::State {
   // the gradients became ready in the step just finished. Until then each parameter is summed
   // alone. Caller holds the mutex.
   void plan_if_possible() {
+    plan_across_processes_if_possible();
     if (planned || ready_order.empty()) return;
     std::vector<std::shared_ptr<Parameter>> parameters;
     for (const Slot& slot : slots) {
@@ -119,6 +157,23 @@ struct GradientExchange::State {
     }
     bucket_sums.resize(buckets.size());
     planned = true;
+  }
+
+  // The same for the buckets across processes (parameters with one copy). Caller holds the
+  // mutex.
+  void plan_across_processes_if_possible() {
+    if (cross_planned || cross_ready_order.empty()) return;
+    std::vector<std::shared_ptr<Parameter>> parameters;
+    for (const Slot& slot : slots) {
+      if (!slot.parameter->initialized() && slot.parameter->grad_req() != GradReq::null) return;
+      parameters.push_back(slot.parameter);
+    }
+    cross_buckets = detail::plan_gradient_buckets(parameters, cross_ready_order, cross_bucket_bytes,
+                                                  detail::BucketScope::across_processes);
+    for (std::size_t b = 0; b < cross_buckets.size(); ++b) {
+      for (const std::size_t member : cross_buckets[b]) slots[member].cross_bucket = b;
+    }
+    cross_planned = true;
   }
 
   static void sum(Slot& slot) {
@@ -173,15 +228,32 @@ struct GradientExchange::State {
 
   // Sums across processes what backward did not: after the cross-device sums. Caller holds the
   // mutex.
+  // Parameters with one copy go by their buckets (what is left of a bucket whose members were
+  // not all produced by backward goes together), the others one by one; in slot order, the same
+  // on every process.
   void cross_the_rest() {
     if (cross_process == nullptr) return;
     auto paused = autograd::pause();
+    if (cross_planned) {
+      for (const std::vector<std::size_t>& bucket : cross_buckets) {
+        std::vector<std::size_t> left;
+        for (const std::size_t member : bucket) {
+          const Parameter& parameter = *slots[member].parameter;
+          if (!slots[member].crossed && parameter.grad_req() != GradReq::null &&
+              parameter.initialized() && parameter.devices().size() == 1) {
+            left.push_back(member);
+          }
+        }
+        if (!left.empty()) cross_sum(left);
+      }
+    }
     for (Slot& slot : slots) {
       const Parameter& parameter = *slot.parameter;
       if (slot.crossed || parameter.grad_req() == GradReq::null || !parameter.initialized()) {
         continue;
       }
       for (nd::NDArray gradient : parameter.list_grad()) cross_process->sum_in_place(gradient);
+      slot.crossed = true;
     }
   }
 
@@ -191,14 +263,28 @@ struct GradientExchange::State {
     last_gradients.clear();
     plan_if_possible();
     if (!planned) ready_order.clear();  // recorded again in the next step
+    if (!cross_planned) cross_ready_order.clear();
     for (auto& packed : bucket_sums) packed.reset();
     for (Slot& slot : slots) {
       slot.ready.assign(slot.ready.size(), false);
       slot.summed = false;
       slot.all_ready = false;
       slot.crossed = false;
+      slot.cross_ready = false;
     }
     summed_during_backward = 0;
+  }
+
+  // The parameter names of each bucket of `plan`. Caller holds the mutex.
+  std::vector<std::vector<std::string>> names_of(
+      const std::vector<std::vector<std::size_t>>& plan) const {
+    std::vector<std::vector<std::string>> names;
+    for (const std::vector<std::size_t>& bucket : plan) {
+      std::vector<std::string>& bucket_names = names.emplace_back();
+      for (const std::size_t member : bucket)
+        bucket_names.push_back(slots[member].parameter->name());
+    }
+    return names;
   }
 
   std::mutex mutex;
@@ -214,6 +300,12 @@ struct GradientExchange::State {
   std::vector<std::unique_ptr<detail::BucketSum>> bucket_sums;
   // Per device, the gradient reported last this step (what a bucket's sum is queued behind).
   std::vector<std::pair<Device, nd::NDArray>> last_gradients;
+  // Across processes: the bucket cap, the plan (indices into slots), and until it is made the
+  // order in which backward finished the one-copy gradients.
+  std::size_t cross_bucket_bytes = 0;
+  bool cross_planned = false;
+  std::vector<std::vector<std::size_t>> cross_buckets;
+  std::vector<std::size_t> cross_ready_order;
   // Buckets sent this step whose adds are not queued yet.
   std::vector<std::unique_ptr<detail::BucketSum>> sent;
 };
@@ -223,11 +315,13 @@ GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> param
                                    std::shared_ptr<CrossProcessReducer> cross_process)
     : state_(std::make_shared<State>()) {
   state_->bucket_bytes = options.bucket_bytes;
+  state_->cross_bucket_bytes = options.cross_process_bucket_bytes;
   state_->cross_process = std::move(cross_process);
   state_->slots.reserve(parameters.size());
   for (std::shared_ptr<Parameter>& parameter : parameters) {
     if (parameter == nullptr) throw Error("tandem: GradientExchange: a null parameter");
-    state_->slots.push_back(State::Slot{std::move(parameter), {}, false, false, false, 0});
+    state_->slots.push_back(
+        State::Slot{std::move(parameter), {}, false, false, false, false, 0, 0});
   }
   const std::weak_ptr<State> weak = state_;
   for (std::size_t i = 0; i < state_->slots.size(); ++i) {
@@ -269,15 +363,19 @@ std::size_t GradientExchange::buckets() const {
   return state_->buckets.size();
 }
 
+std::size_t GradientExchange::cross_process_buckets() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->cross_buckets.size();
+}
+
 std::vector<std::vector<std::string>> GradientExchange::bucket_plan() const {
   const std::lock_guard<std::mutex> lock(state_->mutex);
-  std::vector<std::vector<std::string>> plan;
-  for (const std::vector<std::size_t>& bucket : state_->buckets) {
-    std::vector<std::string>& names = plan.emplace_back();
-    for (const std::size_t member : bucket)
-      names.push_back(state_->slots[member].parameter->name());
-  }
-  return plan;
+  return state_->names_of(state_->buckets);
+}
+
+std::vector<std::vector<std::string>> GradientExchange::cross_process_bucket_plan() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->names_of(state_->cross_buckets);
 }
 
 }  // namespace tandem::nn

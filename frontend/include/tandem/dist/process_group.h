@@ -33,11 +33,18 @@
 //   every later collective fails at once with the first error, instead of hanging.
 //   Open MPI's mpirun ends the whole job when a process exits with a non-zero status; run with
 //   `--mca orte_abort_on_non_zero_status 0` to let the others report it.
-// - Arrays must be contiguous and on the cpu; anything else is a tandem::Error at the call
-//   (NCCL across processes for GPU arrays is not built yet).
+// - Arrays must be contiguous and on the cpu (MPI), or, for allreduce and broadcast, on a cuda
+//   device (NCCL across the processes: one communicator per device, made on first use with
+//   ncclCommInitRank from a unique id rank 0 broadcasts over MPI; libnccl.so.2 dlopen'ed; each
+//   collective one op on the device's comm queue, in call order). Anything else, or a gpu array
+//   where NCCL is not usable, is a tandem::Error at the call saying why. The NCCL path has no
+//   header check and no timeout yet: a mismatch or a dead rank is NCCL's to report.
 // - One ProcessGroup per process at a time (MPI is initialised once). Its destructor waits
 //   for the collectives queued so far (up to the timeout), then finalises MPI if it
-//   initialised it.
+//   initialised it. A healthy group first meets at a closing barrier (up to the timeout); a
+//   broken one does not, and Open MPI's fence at the start of MPI_Finalize is turned off
+//   (its MCA parameter async_mpi_finalize, set when tandem initialises MPI), so a survivor
+//   of a dead rank exits instead of waiting for it at MPI_Finalize.
 #pragma once
 
 #include <chrono>
@@ -49,6 +56,10 @@
 #include "tandem/nn/cross_process.h"
 
 namespace tandem::dist {
+
+namespace detail {
+class NcclProcessGroup;
+}
 
 enum class ReduceOp { sum, mean, max };
 const char* reduce_op_name(ReduceOp op);
@@ -66,7 +77,9 @@ class ProcessGroup : public nn::CrossProcessReducer {
  public:
   // Initialises MPI (MPI_Init_thread, asking for MPI_THREAD_MULTIPLE) unless the program did,
   // and starts the comm thread. Throws tandem::Error when MPI cannot be initialised, when
-  // another ProcessGroup is alive, or when MPI was finalised already.
+  // another ProcessGroup is alive, when MPI was finalised already, or when WORLD_SIZE (set by
+  // torchrun-style launchers) differs from the number of processes MPI connects: processes
+  // started without mpirun (or tandem-run) would each train alone.
   explicit ProcessGroup(ProcessGroupOptions options = ProcessGroupOptions::from_env());
   ~ProcessGroup() override;
   ProcessGroup(const ProcessGroup&) = delete;
@@ -74,6 +87,10 @@ class ProcessGroup : public nn::CrossProcessReducer {
 
   int rank() const override;
   int size() const override;
+  // This process's index among the processes of its machine (those that share memory with it),
+  // and their number: the GPU to take is typically cuda(local_rank()) (torchrun's LOCAL_RANK).
+  int local_rank() const;
+  int local_size() const;
   const ProcessGroupOptions& options() const;
 
   // In place: every rank's `array` becomes the sum (mean, max) over the ranks. Mean divides
@@ -98,6 +115,10 @@ class ProcessGroup : public nn::CrossProcessReducer {
   struct Impl;
 
  private:
+  // The NCCL group for a cuda array (made on first use), or null for other arrays. Throws
+  // tandem::Error when the array is on cuda and NCCL is not usable, saying why.
+  detail::NcclProcessGroup* nccl_for(const nd::NDArray& array, const char* op);
+
   std::shared_ptr<Impl> impl_;
 };
 

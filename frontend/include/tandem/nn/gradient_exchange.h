@@ -68,6 +68,12 @@ struct GradientExchangeOptions {
   // are capped lower (see above). Small, so that a bucket's copies stay latency-bound and
   // several buckets start while backward runs (a bucket waits for its last member).
   std::size_t bucket_bytes = 64 << 10;
+  // The same across processes (the cross_process exchange of parameters with one copy here):
+  // most gradient bytes summed by one collective, with the same tail-first caps. Larger than
+  // bucket_bytes: a collective across processes costs a header exchange and an MPI call, so
+  // fewer and larger ones are cheaper, and they still start during backward (PyTorch DDP uses
+  // 25 MB, its first bucket 1 MB). 0: one collective per parameter.
+  std::size_t cross_process_bucket_bytes = 4 << 20;
 };
 
 class GradientExchange {
@@ -75,11 +81,15 @@ class GradientExchange {
   // Installs the callbacks on `parameters` (replacing any other exchange's). Parameters with
   // one copy are never summed; deferred ones are covered once their copies exist.
   //
-  // `cross_process` (null: this process only) sums across processes too: a parameter with one
-  // copy here has its gradient summed across the processes as soon as backward has produced it
-  // (one collective per parameter, queued inside that backward, in backward's order, which is
-  // the same on every process); a parameter with copies on several devices is summed across
-  // the devices first and then, at finish(), each copy across the processes.
+  // `cross_process` (null: this process only) sums across processes too. Parameters with one
+  // copy here are summed across the processes in buckets, like the devices' buckets above: the
+  // plan (GradientExchangeOptions::cross_process_bucket_bytes, the last-ready gradient alone,
+  // caps doubling from 1/128 of the cap) is made from the first step's backward order, which
+  // is the same on every process, and each bucket's one collective (pack, sum, unpack) is
+  // queued inside the backward that produced its last member. Until the plan is made (first
+  // step) each gradient is summed alone, as soon as backward has produced it. A parameter
+  // with copies on several devices is summed across the devices first and then, at finish(),
+  // each copy across the processes.
   explicit GradientExchange(std::vector<std::shared_ptr<Parameter>> parameters,
                             GradientExchangeOptions options = {},
                             std::shared_ptr<CrossProcessReducer> cross_process = nullptr);
@@ -98,6 +108,10 @@ class GradientExchange {
   std::size_t summed_during_backward() const;
   // Buckets of the plan (0 before it is made: see above).
   std::size_t buckets() const;
+  // Buckets of the plan across processes (0 before it is made, or without cross_process), and
+  // each one's parameter names, the bucket of the last-ready gradient first.
+  std::size_t cross_process_buckets() const;
+  std::vector<std::vector<std::string>> cross_process_bucket_plan() const;
   // The plan: each bucket's parameter names, the bucket of the last-ready gradient first
   // (empty before the plan is made).
   std::vector<std::vector<std::string>> bucket_plan() const;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <iostream>
 #include <utility>
 
 #include "tandem/errors.h"
@@ -73,6 +74,34 @@ std::string mpi_error_text(int code) {
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
     return "MPI error " + std::to_string(code);
   return std::string(text, static_cast<std::size_t>(length));
+}
+
+bool closing_barrier(MPI_Comm comm, std::chrono::milliseconds timeout) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Request request = MPI_REQUEST_NULL;
+  int code = MPI_Ibarrier(comm, &request);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int done = 0;
+  while (code == MPI_SUCCESS && !done) {
+    code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done || code != MPI_SUCCESS) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::cerr << "tandem::dist: rank " << rank
+                << ": not every rank reached the closing barrier of the process group within "
+                << timeout.count()
+                << " ms (a rank died, stalled, or saw the group break and skipped it); "
+                   "finalising MPI without it\n";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (code != MPI_SUCCESS) {
+    std::cerr << "tandem::dist: rank " << rank << ": the closing barrier of the process group "
+              << "failed: " << mpi_error_text(code) << "; finalising MPI without it\n";
+    return false;
+  }
+  return true;
 }
 
 CommThread::CommThread(MPI_Comm header_comm, MPI_Comm data_comm, int rank, int size,

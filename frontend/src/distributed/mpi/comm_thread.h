@@ -95,4 +95,10 @@ class CommThread {
 // The MPI error `code` as text ("MPI_ERR_TRUNCATE: message truncated").
 std::string mpi_error_text(int code);
 
+// Waits, up to `timeout`, until every rank of `comm` has called it (MPI_Ibarrier polled).
+// Returns false, with a line on stderr naming the limit, when that did not happen in time or
+// MPI failed: a rank died or stopped before closing its group. Called by the thread that owns
+// MPI once the comm thread has stopped.
+bool closing_barrier(MPI_Comm comm, std::chrono::milliseconds timeout);
+
 }  // namespace tandem::dist::detail

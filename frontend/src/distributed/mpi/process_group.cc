@@ -15,10 +15,12 @@
 
 #include <climits>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <utility>
 
 #include "comm_thread.h"
+#include "nccl_process_group.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 
@@ -33,6 +35,21 @@ void check_mpi(int code, const char* what) {
   if (code != MPI_SUCCESS) {
     throw Error(std::string("tandem::dist: ") + what + " failed: " + detail::mpi_error_text(code));
   }
+}
+
+// A torchrun-style launcher (WORLD_SIZE, RANK) starts processes that MPI does not connect: each
+// would initialise as a group of one and train alone, silently. Say so instead.
+void check_launcher(int mpi_size) {
+  const char* world_size = std::getenv("WORLD_SIZE");
+  if (world_size == nullptr || *world_size == '\0') return;
+  char* end = nullptr;
+  const long expected = std::strtol(world_size, &end, 10);
+  if (*end != '\0' || expected == mpi_size) return;
+  throw Error("tandem::dist: WORLD_SIZE=" + std::string(world_size) +
+              " (a torchrun-style launcher) but MPI connects " + std::to_string(mpi_size) +
+              " process(es): tandem::dist starts its processes with mpirun; run `tandem-run -np " +
+              std::string(world_size) + " PROGRAM` (or mpirun -np " + std::string(world_size) +
+              "), or unset WORLD_SIZE");
 }
 
 }  // namespace
@@ -57,12 +74,17 @@ struct ProcessGroup::Impl {
   bool initialised_mpi = false;
   int rank = 0;
   int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
   MPI_Comm header_comm = MPI_COMM_NULL;
   MPI_Comm data_comm = MPI_COMM_NULL;
   // Shared with the queued ops: one that runs after the group is gone fails its collective.
   std::shared_ptr<detail::CommThread> comm;
   std::mutex push_mutex;
   std::uint64_t next_sequence = 0;  // guarded by push_mutex
+  // The NCCL communicators of gpu collectives, per device ordinal, made on first use.
+  std::mutex nccl_mutex;
+  std::map<int, std::unique_ptr<detail::NcclProcessGroup>> nccl;  // guarded by nccl_mutex
 
   // Pushes the probe and the op of `collective`; reads `input`'s var (if defined) and writes
   // `output`'s.
@@ -128,6 +150,14 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : impl_(std::make_shared
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {
+      // Open MPI's MPI_Finalize starts with a fence across every process of the job (a PMIx
+      // barrier). After a rank has died that fence can wait for it forever, so a survivor
+      // would hang at exit after reporting the error. Open MPI's own MCA parameter
+      // async_mpi_finalize (ompi_info --level 9: "Do not perform a barrier at the beginning of
+      // MPI_Finalize") turns the fence off; the destructor then synchronises the ranks itself,
+      // with a timeout, and only while the group is healthy. Read once by MPI_Init, from the
+      // environment; a value the user set is kept. Other MPI libraries ignore the variable.
+      setenv("OMPI_MCA_async_mpi_finalize", "1", /*overwrite=*/0);
       int provided = 0;
       check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
                 "MPI_Init_thread");
@@ -147,6 +177,15 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : impl_(std::make_shared
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &impl_->rank), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &impl_->size), "MPI_Comm_size");
+    check_launcher(impl_->size);
+    // The ranks on this machine: the processes that can share memory with this one.
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, impl_->rank, MPI_INFO_NULL,
+                                  &node),
+              "MPI_Comm_split_type");
+    MPI_Comm_rank(node, &impl_->local_rank);
+    MPI_Comm_size(node, &impl_->local_size);
+    MPI_Comm_free(&node);
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->header_comm), "MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->data_comm), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(impl_->header_comm, MPI_ERRORS_RETURN);
@@ -162,6 +201,10 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : impl_(std::make_shared
 }
 
 ProcessGroup::~ProcessGroup() {
+  {
+    const std::lock_guard<std::mutex> lock(impl_->nccl_mutex);
+    impl_->nccl.clear();  // waits for their collectives, destroys the communicators
+  }
   std::uint64_t queued = 0;
   {
     const std::lock_guard<std::mutex> lock(impl_->push_mutex);
@@ -172,7 +215,12 @@ ProcessGroup::~ProcessGroup() {
   const bool drained = impl_->comm->wait_resolved(queued, 2 * impl_->options.timeout);
   const bool healthy = drained && impl_->comm->broken().empty();
   impl_->comm->stop();
-  if (healthy) {
+  // This thread makes the last MPI calls (the comm thread has joined). A healthy group meets
+  // at a closing barrier, the synchronisation MPI_Finalize's fence would have given (every rank
+  // has finished its collectives, so nothing it needs is still on the wire); a broken one, whose
+  // peers may be dead, finalises without meeting anyone, so a survivor exits instead of waiting
+  // for a dead rank.
+  if (healthy && detail::closing_barrier(impl_->data_comm, impl_->options.timeout)) {
     MPI_Comm_free(&impl_->header_comm);
     MPI_Comm_free(&impl_->data_comm);
   }
@@ -189,6 +237,14 @@ int ProcessGroup::size() const {
   return impl_->size;
 }
 
+int ProcessGroup::local_rank() const {
+  return impl_->local_rank;
+}
+
+int ProcessGroup::local_size() const {
+  return impl_->local_size;
+}
+
 const ProcessGroupOptions& ProcessGroup::options() const {
   return impl_->options;
 }
@@ -202,6 +258,12 @@ namespace {
 
 void check_array(const char* op, const nd::NDArray& array) {
   if (!array.defined()) throw Error(std::string("tandem::dist::") + op + ": an undefined array");
+  if (array.device().kind == DeviceKind::cuda) {
+    throw Error(std::string("tandem::dist::") + op + ": the array (shape " +
+                array.shape().to_string() + ") is on " + to_string(array.device()) +
+                "; across processes gpu arrays go through NCCL, which does allreduce and "
+                "broadcast only (copy it with copyto(cpu()))");
+  }
   if (array.device() != cpu()) {
     throw Error(std::string("tandem::dist::") + op + ": the array (shape " +
                 array.shape().to_string() + ") is on " + to_string(array.device()) +
@@ -230,7 +292,27 @@ std::unique_ptr<detail::Collective> make_collective(detail::CollectiveKind kind,
 
 }  // namespace
 
+detail::NcclProcessGroup* ProcessGroup::nccl_for(const nd::NDArray& array, const char* op) {
+  if (!array.defined() || array.device().kind != DeviceKind::cuda) return nullptr;
+  const std::string why = detail::nccl_unusable(array);
+  if (!why.empty()) {
+    throw Error(std::string("tandem::dist::") + op + ": the array (shape " +
+                array.shape().to_string() + ") is on " + to_string(array.device()) +
+                ", and across processes gpu arrays go through NCCL, which is not usable: " + why +
+                ". Copy it with copyto(cpu()) to go through MPI");
+  }
+  const std::lock_guard<std::mutex> lock(impl_->nccl_mutex);
+  std::unique_ptr<detail::NcclProcessGroup>& group = impl_->nccl[array.device().id];
+  if (group == nullptr)
+    group = std::make_unique<detail::NcclProcessGroup>(*this, array.device().id);
+  return group.get();
+}
+
 void ProcessGroup::allreduce(nd::NDArray& array, ReduceOp op) {
+  if (detail::NcclProcessGroup* nccl = nccl_for(array, "allreduce")) {
+    nccl->allreduce(array, op);
+    return;
+  }
   check_array("allreduce", array);
   auto collective = make_collective(detail::CollectiveKind::allreduce, array);
   collective->header.reduce_op = static_cast<std::int64_t>(op);
@@ -240,11 +322,15 @@ void ProcessGroup::allreduce(nd::NDArray& array, ReduceOp op) {
 }
 
 void ProcessGroup::broadcast(nd::NDArray& array, int root) {
-  check_array("broadcast", array);
   if (root < 0 || root >= impl_->size) {
     throw Error("tandem::dist::broadcast: root " + std::to_string(root) +
                 " is not a rank of this group of " + std::to_string(impl_->size));
   }
+  if (detail::NcclProcessGroup* nccl = nccl_for(array, "broadcast")) {
+    nccl->broadcast(array, root);
+    return;
+  }
+  check_array("broadcast", array);
   auto collective = make_collective(detail::CollectiveKind::broadcast, array);
   collective->header.root = root;
   collective->input = array;
