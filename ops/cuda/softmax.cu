@@ -108,8 +108,10 @@ __global__ void cross_entropy_backward_kernel(const T* p, const std::int32_t* la
                                               std::int64_t classes) {
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const std::int64_t k = labels[r];
+    const bool ignored = k < 0 || k >= classes;  // loss 0, gradient 0 (the CPU kernel's rule)
     for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-      d[r * classes + c] = g[r * g_stride] * (p[r * classes + c] - (c == k ? T(1) : T(0)));
+      d[r * classes + c] =
+          ignored ? T(0) : g[r * g_stride] * (p[r * classes + c] - (c == k ? T(1) : T(0)));
     }
   }
 }

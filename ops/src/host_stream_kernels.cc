@@ -52,6 +52,12 @@ LaunchCounts one_launch(const ArrayView& out) {
   return dense_launches(out.num_elements());
 }
 
+// Batch norm's two kernels per pass (ops/cuda/batch_norm.cu): partial sums per channel and
+// part, then the parts combined and applied.
+LaunchCounts batch_norm_launches(const ArrayView& x) {
+  return x.num_elements() == 0 ? LaunchCounts{} : LaunchCounts{2, 0, 0};
+}
+
 // Integer division with divisors known only on the device: the kernel, and a memset and a copy
 // of the zero-divisor flag (ops/cuda/elementwise.cu).
 LaunchCounts division_launches(BinaryOp op, DType dtype, bool device_divisor, std::int64_t n) {
@@ -82,6 +88,8 @@ WorkCost pass_cost(const ArrayView& view, int operands, double flops) {
 constexpr double kRandomFlops = 20.0;
 // Softmax over rows: max, subtract, exp, sum and a divide (or log) per element.
 constexpr double kSoftmaxFlops = 12.0;
+// Batch norm per element and pass: a subtract, a multiply-add, the sums.
+constexpr double kBatchNormFlops = 4.0;
 
 std::uint64_t random_blocks(const ArrayView& out) {
   const std::int64_t per_block = out.dtype == DType::float32

@@ -30,6 +30,7 @@
 #include "tandem/nd/multi_device.h"
 #include "tandem/nd/ndarray.h"
 #include "tandem/nd/network.h"
+#include "tandem/nd/optimizer_updates.h"
 #include "tandem/nd/pooling.h"
 #include "tandem/nd/random.h"
 #include "tandem/nd/reduce.h"

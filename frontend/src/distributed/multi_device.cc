@@ -74,6 +74,18 @@ void allreduce(const std::vector<NDArray>& arrays, AllreduceAlgorithm algorithm)
     detail::check_same_dtype("allreduce", total, array);
     detail::check_transfer("allreduce", array.device(), total.device());
   }
+  // Each array is one replica: two that share memory would be summed into themselves (the same
+  // array twice came out doubled).
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    for (std::size_t j = i + 1; j < arrays.size(); ++j) {
+      if (detail::same_view(arrays[i], arrays[j]) ||
+          detail::overlaps_differently(arrays[i], arrays[j])) {
+        throw Error("tandem: allreduce: arrays " + std::to_string(i) + " and " + std::to_string(j) +
+                    " (on " + to_string(arrays[i].device()) +
+                    ") share memory; each must be a replica of its own");
+      }
+    }
+  }
   if (arrays.size() == 1) return;
   switch (algorithm) {
     case AllreduceAlgorithm::gather:

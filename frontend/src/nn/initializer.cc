@@ -61,7 +61,8 @@ nd::NDArray Xavier::create(const nd::Shape& shape, nd::DType dtype) const {
   check_floating(dtype);
   if (shape.ndim() < 2) {
     throw Error("tandem: " + describe() + ": needs a weight of at least 2 dimensions, got " +
-                shape.to_string() + "; give 1-D parameters (biases) another initializer");
+                std::to_string(shape.ndim()) + " (shape " + shape.to_string() +
+                "); give 1-D parameters (biases) another initializer");
   }
   double receptive_field = 1.0;
   for (int axis = 2; axis < shape.ndim(); ++axis) {

@@ -1,6 +1,8 @@
 // Trainer: cross-device gradient sums and the optimizer's update on every copy.
 #include "tandem/nn/trainer.h"
 
+#include <string>
+
 #include "tandem/errors.h"
 #include "tandem/nd/autograd.h"
 #include "tandem/nd/multi_device.h"
@@ -65,6 +67,25 @@ void Trainer::allreduce_grads() {
   }
 }
 
+// The optimizer's state of a parameter copy was made like the weight at the first step; a weight
+// cast or moved since then would meet it in the update with a bare dtype or device mismatch.
+void Trainer::check_state(const Parameter& parameter, const nd::NDArray& weight,
+                          const std::vector<nd::NDArray>& state) const {
+  for (const nd::NDArray& array : state) {
+    if (array.dtype() == weight.dtype() && array.shape() == weight.shape() &&
+        array.device() == weight.device()) {
+      continue;
+    }
+    throw Error("tandem: Trainer::step: parameter '" + parameter.name() + "' is " +
+                dtype_name(weight.dtype()) + " " + weight.shape().to_string() + " on " +
+                to_string(weight.device()) + ", but its " + optimizer_->name() +
+                " state was made for " + dtype_name(array.dtype()) + " " +
+                array.shape().to_string() + " on " + to_string(array.device()) +
+                " at the first step (the parameter was cast, reshaped or moved since): make a new "
+                "Trainer for the changed parameters");
+  }
+}
+
 void Trainer::step(std::int64_t batch_size) {
   check_ready(batch_size);
   allreduce_grads();
@@ -91,7 +112,13 @@ void Trainer::update(std::int64_t batch_size) {
       }
     }
     for (std::size_t i = 0; i < weights.size(); ++i) {
-      optimizer_->update(steps_, weights[i], grads[i], slot.states[i]);
+      check_state(*slot.parameter, weights[i], slot.states[i]);
+      try {
+        optimizer_->update(steps_, weights[i], grads[i], slot.states[i]);
+      } catch (const Error& error) {
+        throw Error(std::string(error.what()) + " (updating parameter '" + slot.parameter->name() +
+                    "' on " + to_string(weights[i].device()) + " with " + optimizer_->name() + ")");
+      }
     }
   }
 }

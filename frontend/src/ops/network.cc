@@ -2,7 +2,8 @@
 // one fused engine op each (the softmax kernel families of ops::Kernels), forward and backward;
 // softmax over another axis is composed of the element-wise and reduction ops. Each records
 // one node with a fused gradient rule (fewer saved arrays, and the rules that keep them
-// stable); dropout and batch_norm are recorded op by op.
+// stable); batch_norm in training mode is one op forward and one backward (its kernel family)
+// except under the export trace; dropout is recorded op by op.
 #include "tandem/nd/network.h"
 
 #include <string>
@@ -299,6 +300,80 @@ NDArray dropout_with(const NDArray& x, double p, random::Generator* generator) {
   return x * mask;  // recorded as a product with the (saved) mask
 }
 
+// The gradient of training-mode batch_norm: dx, dgamma and dbeta in one op from x, gamma and
+// the batch statistics the forward kept.
+detail::OpGradient batch_norm_gradient(const detail::OpCall& c) {
+  detail::OpGradient gradient;
+  gradient.inputs = {*c.inputs[0], *c.inputs[1], *c.inputs[2]};
+  gradient.saved = {*c.inputs[0], *c.inputs[1], c.kept[0], c.kept[1]};
+  gradient.rule = [](const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+    const char* name = "batch_norm_backward";
+    const NDArray x = dense(saved[0]), gamma = dense(saved[1]), dy = dense(g[0]);
+    Engine& e = x.engine();
+    const Device device = x.device();
+    NDArray dx = detail::allocate_array(e, x.shape(), x.dtype(), device, name);
+    NDArray dgamma = detail::allocate_array(e, gamma.shape(), x.dtype(), device, name);
+    NDArray dbeta = detail::allocate_array(e, gamma.shape(), x.dtype(), device, name);
+    detail::push_view_op<8>(
+        e, device, name,
+        {detail::lazy_view(x), detail::lazy_view(dy), detail::lazy_view(gamma),
+         detail::lazy_view(saved[2]), detail::lazy_view(saved[3]), detail::lazy_view(dx),
+         detail::lazy_view(dgamma), detail::lazy_view(dbeta)},
+        {x.var(), dy.var(), gamma.var(), saved[2].var(), saved[3].var()},
+        {dx.var(), dgamma.var(), dbeta.var()}, [](const ops::Kernels& k, Stream* s, const auto& v) {
+          k.batch_norm_backward(s, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+        });
+    return std::vector<NDArray>{dx, dgamma, dbeta};
+  };
+  return gradient;
+}
+
+// Training-mode batch_norm as one op. Its record serves autograd only: under the export trace
+// nd::batch_norm runs its unfused steps (a graph of known nodes), so no graph names this one,
+// and it is not among the file's TANDEM_OP_DEFINITIONS.
+const detail::OpDefinition kBatchNormTraining{
+    .name = "batch_norm", .num_inputs = 3, .gradient = batch_norm_gradient};
+
+// Checked by the caller: x not empty, the running statistics contiguous (the kernel writes them
+// in place), every array on x's device with x's dtype.
+NDArray batch_norm_training(const NDArray& x, const NDArray& gamma, const NDArray& beta,
+                            const NDArray& running_mean, const NDArray& running_var,
+                            double momentum, double eps) {
+  return detail::invoke(
+      kBatchNormTraining, {&x, &gamma, &beta}, nullptr,
+      [&] {
+        // The running statistics are written in place, as the unfused steps write them.
+        detail::note_in_place_write("batch_norm", running_mean.detach());
+        detail::note_in_place_write("batch_norm", running_var.detach());
+        return detail::OpPlan{&x.engine(), x.shape(), x.dtype(), x.device()};
+      },
+      [&](detail::OpOutput& o) {
+        const char* op = "batch_norm";
+        Engine& engine = x.engine();
+        const Shape channels{x.shape()[1]};
+        const NDArray dense_x = dense(x), dense_gamma = dense(gamma), dense_beta = dense(beta);
+        const NDArray mean_out = running_mean.detach(), var_out = running_var.detach();
+        NDArray saved_mean = detail::allocate_array(engine, channels, x.dtype(), x.device(), op);
+        NDArray saved_inv_std = detail::allocate_array(engine, channels, x.dtype(), x.device(), op);
+        detail::push_view_op<8>(
+            engine, o.out.device(), op,
+            {detail::lazy_view(dense_x), detail::lazy_view(dense_gamma),
+             detail::lazy_view(dense_beta), detail::lazy_view(mean_out), detail::lazy_view(var_out),
+             detail::lazy_view(o.out), detail::lazy_view(saved_mean),
+             detail::lazy_view(saved_inv_std)},
+            {dense_x.var(), dense_gamma.var(), dense_beta.var()},
+            {mean_out.var(), var_out.var(), o.out.var(), saved_mean.var(), saved_inv_std.var()},
+            [momentum, eps](const ops::Kernels& k, Stream* s, const auto& v) {
+              k.batch_norm_forward(s, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], momentum,
+                                   eps);
+            });
+        if (o.gradient) {
+          o.kept[0] = saved_mean;
+          o.kept[1] = saved_inv_std;
+        }
+      });
+}
+
 }  // namespace
 
 NDArray dropout(const NDArray& x, double p, std::uint64_t seed) {
@@ -341,6 +416,15 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
   if (!detail::training()) {
     const NDArray inverse_std = 1.0 / nd::sqrt(running_var.reshape(per_channel) + eps);
     return (x - running_mean.reshape(per_channel)) * (inverse_std * scale) + shift;
+  }
+  // One fused op forward and one backward (the batch_norm kernel family); the export trace,
+  // which must see ops it can name in a graph, gets the unfused steps below.
+  if (x.size() == 0) {
+    throw Error("tandem: batch_norm: training needs at least one element per channel, got shape " +
+                x.shape().to_string());
+  }
+  if (!detail::modes_see_each_op() && running_mean.is_contiguous() && running_var.is_contiguous()) {
+    return batch_norm_training(x, gamma, beta, running_mean, running_var, momentum, eps);
   }
   const auto channel_mean = [&](const NDArray& values) {
     NDArray m = nd::mean(values, 0, true);

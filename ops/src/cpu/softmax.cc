@@ -131,8 +131,11 @@ void softmax_cross_entropy_backward(const ArrayView& probabilities, const ArrayV
       const T* pr = p + r * classes;
       T* dr = d + r * classes;
       const std::int64_t k = label[r];
+      // A label outside [0, classes) has loss 0 whatever the logits: its row's gradient is 0
+      // too (an "ignore" label trains nothing).
+      const bool ignored = k < 0 || k >= classes;
       for (std::int64_t c = 0; c < classes; ++c) {
-        dr[c] = g[r * g_stride] * (pr[c] - (c == k ? T(1) : T(0)));
+        dr[c] = ignored ? T(0) : g[r * g_stride] * (pr[c] - (c == k ? T(1) : T(0)));
       }
     });
   });

@@ -115,7 +115,8 @@ class NDArray {
   // Throws tandem::Error for an array on an accelerator, or when the process has no
   // accelerator (no cuda device, no sim device).
   NDArray pin_memory() const;
-  // A new array with the values converted to `dtype` (see tandem/ops/convert.h).
+  // A new array with the values converted to `dtype` (see tandem/ops/convert.h): floating to
+  // integer truncates toward zero and saturates (NaN -> 0, +-inf -> the type's max / min).
   NDArray astype(DType dtype) const;
 
   // --- writes into this array (ops that write its var) --------------------------------------

@@ -30,7 +30,8 @@ NDArray one_hot(const NDArray& labels, std::int64_t depth, DType dtype = float32
 // Cross entropy of softmax(logits) against integer labels: logits N x C (floating point),
 // labels of N integers; the result holds N losses (-log softmax(logits)[i, labels[i]]),
 // computed through log_softmax. Its gradient is (softmax(logits) - one_hot(labels)) times the
-// loss gradient: one fused rule, no exp of large numbers.
+// loss gradient: one fused rule, no exp of large numbers. A label outside [0, C) (-1, say) is
+// ignored, as PyTorch's ignore_index: its loss and its row's gradient are 0.
 NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels);
 
 // The fraction of rows of logits (N x C) whose largest entry is at the label's index, as a 0-d

@@ -3,9 +3,10 @@
 //   nn::SGD sgd(0.1, /*momentum=*/0.9, /*wd=*/1e-4);
 //   nn::Adam adam(1e-3);
 //
-// An update is a handful of NDArray ops on the parameter's device (engine ops, queued: nothing
-// waits). The gradient is first scaled by rescale_grad (the Trainer sets it to 1 / batch_size)
-// and weight decay added: g = rescale_grad * grad + wd * weight. Then
+// An update is one op on the parameter's device (nd::sgd_update, nd::sgd_mom_update,
+// nd::adam_update: queued, nothing waits). The gradient is first scaled by rescale_grad (the
+// Trainer sets it to 1 / batch_size) and weight decay added: g = rescale_grad * grad + wd * weight.
+// Then
 //   SGD:  momentum 0: weight -= lr * g
 //         else:       mom = momentum * mom - lr * g;  weight += mom
 //   Adam: m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
@@ -23,8 +24,8 @@ namespace tandem::nn {
 
 class Optimizer {
  public:
-  explicit Optimizer(double learning_rate, double wd = 0.0)
-      : learning_rate_(learning_rate), wd_(wd) {}
+  // Throws tandem::Error when the learning rate or wd is not a finite number >= 0.
+  explicit Optimizer(double learning_rate, double wd = 0.0);
   virtual ~Optimizer() = default;
 
   // The state one parameter copy needs (momentum, moments), as arrays like `weight`.
@@ -39,10 +40,12 @@ class Optimizer {
   virtual bool update_reads_step_count() const { return false; }
 
   double learning_rate() const { return learning_rate_; }
-  void set_learning_rate(double learning_rate) { learning_rate_ = learning_rate; }
+  // Throws tandem::Error (naming the value) unless it is a finite number >= 0.
+  void set_learning_rate(double learning_rate);
   double wd() const { return wd_; }
   double rescale_grad() const { return rescale_grad_; }
-  void set_rescale_grad(double rescale_grad) { rescale_grad_ = rescale_grad; }
+  // Throws tandem::Error unless it is a finite number.
+  void set_rescale_grad(double rescale_grad);
 
  protected:
   // rescale_grad * grad + wd * weight (queued).
@@ -56,8 +59,8 @@ class Optimizer {
 
 class SGD : public Optimizer {
  public:
-  explicit SGD(double learning_rate = 0.01, double momentum = 0.0, double wd = 0.0)
-      : Optimizer(learning_rate, wd), momentum_(momentum) {}
+  // Throws tandem::Error naming the value unless momentum is in [0, 1].
+  explicit SGD(double learning_rate = 0.01, double momentum = 0.0, double wd = 0.0);
   std::vector<nd::NDArray> create_state(const nd::NDArray& weight) const override;
   void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
               std::vector<nd::NDArray>& state) const override;
@@ -71,8 +74,7 @@ class SGD : public Optimizer {
 class Adam : public Optimizer {
  public:
   explicit Adam(double learning_rate = 0.001, double beta1 = 0.9, double beta2 = 0.999,
-                double epsilon = 1e-8, double wd = 0.0)
-      : Optimizer(learning_rate, wd), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+                double epsilon = 1e-8, double wd = 0.0);  // beta1, beta2 in [0, 1), epsilon > 0
   std::vector<nd::NDArray> create_state(const nd::NDArray& weight) const override;
   void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
               std::vector<nd::NDArray>& state) const override;

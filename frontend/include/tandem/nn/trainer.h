@@ -136,6 +136,9 @@ class Trainer {
     bool broadcast = false;  // cross_process: its weights were broadcast from process 0
   };
   void check_ready(std::int64_t batch_size) const;
+  // Throws tandem::Error naming the parameter when `state` no longer matches `weight`.
+  void check_state(const Parameter& parameter, const nd::NDArray& weight,
+                   const std::vector<nd::NDArray>& state) const;
   // Broadcasts from process 0 the initialized parameters not broadcast yet (cross_process).
   void broadcast_new_parameters();
 

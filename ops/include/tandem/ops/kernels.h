@@ -29,6 +29,16 @@ class Stream;
 
 namespace tandem::ops {
 
+// The scalars of one Adam update (the adam_update family).
+struct AdamStep {
+  double rescale = 1.0;    // the gradient's scale (1 / batch size)
+  double wd = 0.0;         // weight decay, added to the scaled gradient
+  double beta1 = 0.9;      // decay of the mean
+  double beta2 = 0.999;    // decay of the variance
+  double epsilon = 1e-8;   // added to sqrt(var)
+  double step_size = 0.0;  // the learning rate with the bias corrections of this step
+};
+
 // The kernel families, one row each: X(Result, name, (parameters), (arguments), label,
 // sim_cost, launch_result, sim_launches). Everything a family needs besides its kernels is
 // generated from its row: the `Kernels` member, `missing_kernel`'s entry, the cpu table
@@ -38,7 +48,7 @@ namespace tandem::ops {
 // kernel launches and library calls the CUDA kernel makes, which sim counts for the profiler) are
 // expanded in ops/src/host_stream_kernels.cc only (its helpers: pass_cost, elementwise_cost,
 // conv_cost, pool_cost, gemm_work, random_blocks, one_launch, division_launches, gemm_launches,
-// reduce_launches, conv_launches).
+// reduce_launches, conv_launches, batch_norm_launches).
 // A new family is a row here, its CPU and CUDA kernels, and the front-end op that pushes it.
 //
 // Every kernel takes the op's stream first (not listed in `parameters`).
@@ -155,8 +165,8 @@ namespace tandem::ops {
     one_launch(dx))                                                                                \
   /* Cross entropy of softmax(logits) (dense rows x classes) against int32 labels (rows): */       \
   /* loss per row, and the probabilities when probabilities.data != nullptr. A label outside */    \
-  /* [0, classes) has loss 0. head_grad is 1-d with any stride (0: broadcast). The */              \
-  /* backward: dlogits[r] = head_grad[r] * (p[r] - one_hot(label)). */                             \
+  /* [0, classes) has loss 0 and gradient 0. head_grad is 1-d with any stride (0: broadcast). */  \
+  /* The backward: dlogits[r] = head_grad[r] * (p[r] - one_hot(label)). */                         \
   X(void, softmax_cross_entropy_rows,                                                              \
     (const ArrayView& logits, const ArrayView& labels, const ArrayView& loss,                      \
      const ArrayView& probabilities),                                                              \
@@ -167,7 +177,42 @@ namespace tandem::ops {
     (const ArrayView& probabilities, const ArrayView& labels, const ArrayView& head_grad,          \
      const ArrayView& dlogits),                                                                    \
     (probabilities, labels, head_grad, dlogits), "softmax_cross_entropy_backward",                 \
-    pass_cost(dlogits, 2, 2.0), void(), one_launch(dlogits))
+    pass_cost(dlogits, 2, 2.0), void(), one_launch(dlogits))                                      \
+  /* Batch normalization in training mode over dense N x C x ... views (cpu/batch_norm.cc): the */ \
+  /* statistics of each channel over the batch and the spatial axes, y = (x - mean) * */          \
+  /* inv_std * gamma + beta, the batch's mean and 1 / sqrt(var + eps) saved (C each), and the */   \
+  /* running statistics updated in place (r = momentum * r + (1 - momentum) * batch). Its */       \
+  /* gradient: dx, dgamma and dbeta in one pass from x, dy and the saved statistics (an */         \
+  /* output with data == nullptr is not formed). */                                                \
+  X(void, batch_norm_forward,                                                                      \
+    (const ArrayView& x, const ArrayView& gamma, const ArrayView& beta,                            \
+     const ArrayView& running_mean, const ArrayView& running_var, const ArrayView& y,              \
+     const ArrayView& saved_mean, const ArrayView& saved_inv_std, double momentum, double eps),    \
+    (x, gamma, beta, running_mean, running_var, y, saved_mean, saved_inv_std, momentum, eps),      \
+    "batch_norm", pass_cost(y, 3, kBatchNormFlops), void(), batch_norm_launches(y))                \
+  X(void, batch_norm_backward,                                                                     \
+    (const ArrayView& x, const ArrayView& dy, const ArrayView& gamma,                              \
+     const ArrayView& saved_mean, const ArrayView& saved_inv_std, const ArrayView& dx,             \
+     const ArrayView& dgamma, const ArrayView& dbeta),                                             \
+    (x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta), "batch_norm_backward",           \
+    pass_cost(x, 5, kBatchNormFlops), void(), batch_norm_launches(x))                             \
+  /* Optimizer updates in place on dense views of one shape and dtype (cpu/optimizer_update.cc): */\
+  /* each element computed with the same operations, in the same order and dtype, as the */       \
+  /* unfused element-wise ops of nn::SGD and nn::Adam. SGD (momentum_buffer.data == nullptr: */    \
+  /* none): w *= 1 - decay (decay != 0), w -= g * grad_scale; with momentum: m *= momentum, */     \
+  /* m -= g * grad_scale, m -= w * decay (decay != 0), w += m. Adam: g' = g * rescale */           \
+  /* (rescale != 1) + w * wd (wd != 0), mean = mean * beta1 + g' * (1 - beta1), var = var * */    \
+  /* beta2 + g'^2 * (1 - beta2), w -= mean / (sqrt(var) + epsilon) * step_size. */                 \
+  X(void, sgd_update,                                                                              \
+    (const ArrayView& weight, const ArrayView& grad, const ArrayView& momentum_buffer,             \
+     double grad_scale, double decay, double momentum),                                            \
+    (weight, grad, momentum_buffer, grad_scale, decay, momentum), "sgd_update",                    \
+    pass_cost(weight, momentum_buffer.data != nullptr ? 5 : 3, 4.0), void(), one_launch(weight))   \
+  X(void, adam_update,                                                                             \
+    (const ArrayView& weight, const ArrayView& grad, const ArrayView& mean, const ArrayView& var,   \
+     const AdamStep& step),                                                                        \
+    (weight, grad, mean, var, step), "adam_update", pass_cost(weight, 7, 14.0), void(),            \
+    one_launch(weight))
 // clang-format on
 
 // A row's parenthesized parameter or argument list, without its parentheses.
