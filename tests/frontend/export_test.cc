@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -69,6 +70,11 @@ class FunctionBlock : public nn::Block {
 json read_json(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 void write_json(const std::string& path, const json& document) {
@@ -416,6 +422,44 @@ TEST_SUITE("frontend.export") {
           (*model)(random_input({4, 5}, cpu(), 19));
         },
         {"node 0 (transpose) has a malformed attribute"});
+  }
+
+  TEST_CASE("a hostile graph file: deep nesting, huge values, integers past their range") {
+    // Issue 27's outside round: a "format" nested 100,000 deep crashed the loader (the JSON
+    // library's dump recursed while building the message), and [1, 4294967296] read as [1, 0].
+    ExportedMlp mlp;
+    const std::string& params = mlp.files.params;
+    const std::string hostile = mlp.dir.file("hostile.json");
+    const std::string text = read_text(mlp.files.graph);
+    REQUIRE(text.front() == '{');
+    std::ofstream(hostile) << "{\"deep\": " << std::string(100000, '[') << std::string(100000, ']')
+                           << ", " << text.substr(1);
+    check_error([&] { nn::ImportedBlock::load(hostile, params); },
+                {"hostile.json", "nested deeper than 64 levels"});
+
+    json graph = read_json(mlp.files.graph);
+    graph["format"] = std::string(100000, 'x');
+    write_json(hostile, graph);
+    const std::string message = error_of([&] { nn::ImportedBlock::load(hostile, params); });
+    CHECK(contains(message, "(100002 characters)"));
+    CHECK(message.size() < 400);  // the value is cut, not copied into the message
+
+    graph = read_json(mlp.files.graph);
+    graph["nodes"][0]["inputs"] = json::array({4294967297LL});
+    write_json(hostile, graph);
+    check_error([&] { nn::ImportedBlock::load(hostile, params); },
+                {"reads the id 4294967297, which no earlier entry defines"});
+
+    graph = read_json(mlp.files.graph);
+    REQUIRE(graph["nodes"][0]["op"] == "transpose");
+    graph["nodes"][0]["attrs"]["axes"] = json::array({1, 4294967296LL});
+    write_json(hostile, graph);
+    const auto model = nn::ImportedBlock::load(hostile, params);
+    check_error(
+        [&] {
+          (*model)(random_input({4, 5}, cpu(), 19));
+        },
+        {"node 0 (transpose)", "4294967296", "out of range"});
   }
 
   TEST_CASE("an op this build lacks is named with its node") {

@@ -26,13 +26,23 @@
 
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/modes.h"
+#include "tandem/errors.h"
 #include "tandem/nd/ndarray.h"
 
 namespace tandem::nd::detail {
+
+// An attribute (or another value) read from a file that is not what it must be; the graph
+// import reports it with its node ("node 3 (transpose) has a malformed attribute: ...").
+class MalformedAttribute : public Error {
+ public:
+  using Error::Error;
+};
 
 // Where a record's attributes go when the op is exported.
 class OpAttrWriter {
@@ -56,6 +66,16 @@ class OpAttrReader {
   virtual bool boolean(const char* key) const = 0;
   virtual double scalar(const char* key) const = 0;
   virtual std::vector<std::int64_t> integers(const char* key) const = 0;
+  // integer(key) as an int (an axis): a value outside int's range throws tandem::Error naming
+  // the key and the value instead of being truncated.
+  int int32(const char* key) const {
+    const std::int64_t value = integer(key);
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
+      throw MalformedAttribute(std::string("tandem: attribute '") + key + "': " +
+                               std::to_string(value) + " is out of range (it must fit in 32 bits)");
+    }
+    return static_cast<int>(value);
+  }
 };
 
 struct OpDefinition {

@@ -51,7 +51,8 @@ void add_kind_ops(Table& table) {
 void add_shape_ops(Table& table) {
   table["dot"] = {2, [](const json&, const std::vector<NDArray>& in) { return dot(in[0], in[1]); }};
   table["transpose"] = {1, [](const json& attrs, const std::vector<NDArray>& in) {
-                          return transpose(in[0], attrs.at("axes").get<std::vector<int>>());
+                          return transpose(in[0],
+                                           ints_from_json(attrs.at("axes"), "transpose axes"));
                         }};
   // The recorded shape, with axis 0 taken from the input when the traced reshape kept it: a
   // batch of another size flattens as well.
@@ -64,19 +65,19 @@ void add_shape_ops(Table& table) {
         return in[0].reshape(shape);
       }};
   table["slice"] = {1, [](const json& attrs, const std::vector<NDArray>& in) {
-                      return in[0].slice(attrs.at("begin").get<std::int64_t>(),
-                                         attrs.at("end").get<std::int64_t>(),
-                                         attrs.at("step").get<std::int64_t>());
+                      return in[0].slice(integer_from_json(attrs.at("begin"), "slice begin"),
+                                         integer_from_json(attrs.at("end"), "slice end"),
+                                         integer_from_json(attrs.at("step"), "slice step"));
                     }};
   table["index"] = {1, [](const json& attrs, const std::vector<NDArray>& in) {
-                      return in[0][attrs.at("index").get<std::int64_t>()];
+                      return in[0][integer_from_json(attrs.at("index"), "index")];
                     }};
   table["copy"] = {1, [](const json&, const std::vector<NDArray>& in) { return in[0].copy(); }};
   table["astype"] = {1, [](const json& attrs, const std::vector<NDArray>& in) {
                        return in[0].astype(dtype_from_json(attrs.at("dtype"), "astype dtype"));
                      }};
   table["concat"] = {-1, [](const json& attrs, const std::vector<NDArray>& in) {
-                       return concat(in, attrs.at("axis").get<int>());
+                       return concat(in, int_from_json(attrs.at("axis"), "concat axis"));
                      }};
 }
 

@@ -54,7 +54,7 @@ GradReq grad_req_from_json(const json& value, const std::string& what) {
     if (value == name) return request;
   }
   throw Error("tandem: " + what + ": expected a grad_req (write, add or null), got " +
-              value.dump());
+              nd::detail::json_excerpt(value));
 }
 
 // The child block a dotted parameter name implies: it holds parameters (and such children) only.
@@ -115,18 +115,19 @@ class GraphReader {
   json parse() const {
     const std::vector<unsigned char> bytes =
         nd::detail::read_file_bytes("ImportedBlock::load", path_);
-    json document = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    json document = nd::detail::parse_json(bytes, "ImportedBlock::load: '" + path_ + "'");
     if (document.is_discarded() || !document.is_object()) fail("is not a JSON object");
     const json format = document.value("format", json());
     if (format != detail::kGraphFormatName) {
-      fail("is not a tandem graph (format " + format.dump() + ", expected \"" +
+      fail("is not a tandem graph (format " + nd::detail::json_excerpt(format) + ", expected \"" +
            detail::kGraphFormatName + "\")");
     }
     const json version = document.value("version", json());
     if (version != detail::kGraphFormatVersion) {
-      fail("has graph format version " + version.dump() + " (written by tandem " +
-           document.value("tandem_version", json("?")).dump() + "); this build (tandem " +
-           detail::tandem_version() + ") reads version " +
+      fail("has graph format version " + nd::detail::json_excerpt(version) +
+           " (written by tandem " +
+           nd::detail::json_excerpt(document.value("tandem_version", json("?"))) +
+           "); this build (tandem " + detail::tandem_version() + ") reads version " +
            std::to_string(detail::kGraphFormatVersion) + " only: export the block again");
     }
     return document;
@@ -134,9 +135,10 @@ class GraphReader {
 
   // A new value id (defined once, within range).
   int define(const json& value, const std::string& what) {
-    if (!value.is_number_integer() || value.get<std::int64_t>() < 0 ||
-        value.get<std::int64_t>() > 1'000'000'000) {
-      fail(what + " has an invalid id " + value.dump());
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() && value.get<std::uint64_t>() > 1'000'000'000) ||
+        value.get<std::int64_t>() < 0 || value.get<std::int64_t>() > 1'000'000'000) {
+      fail(what + " has an invalid id " + nd::detail::json_excerpt(value));
     }
     const int id = value.get<int>();
     if (!defined_.insert(id).second)
@@ -145,10 +147,15 @@ class GraphReader {
     return id;
   }
   int use(const json& value, const std::string& what) const {
-    if (!value.is_number_integer() || !defined_.contains(value.get<int>())) {
-      fail(what + " reads the id " + value.dump() + ", which no earlier entry defines");
+    // Range-checked before narrowing: 4294967297 must not read as id 1.
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() && value.get<std::uint64_t>() > 1'000'000'000) ||
+        value.get<std::int64_t>() < 0 || value.get<std::int64_t>() > 1'000'000'000 ||
+        !defined_.contains(static_cast<int>(value.get<std::int64_t>()))) {
+      fail(what + " reads the id " + nd::detail::json_excerpt(value) +
+           ", which no earlier entry defines");
     }
-    return value.get<int>();
+    return static_cast<int>(value.get<std::int64_t>());
   }
 
   NamedValue named_value(const json& entry, const std::string& what) {
@@ -339,6 +346,9 @@ nd::NDArray ImportedBlock::forward(const nd::NDArray& x) {
     try {
       values[static_cast<std::size_t>(node.output)] = node.run->run(node.attrs, inputs);
     } catch (const json::exception& e) {
+      throw Error("tandem: ImportedBlock '" + p.graph_path + "': node " + std::to_string(index) +
+                  " (" + node.op + ") has a malformed attribute: " + e.what());
+    } catch (const nd::detail::MalformedAttribute& e) {
       throw Error("tandem: ImportedBlock '" + p.graph_path + "': node " + std::to_string(index) +
                   " (" + node.op + ") has a malformed attribute: " + e.what());
     }

@@ -207,7 +207,7 @@ const detail::OpDefinition kTake{
         },
     .import =
         [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
-          return take(in[0], in[1], static_cast<int>(attrs.integer("axis")));
+          return take(in[0], in[1], attrs.int32("axis"));
         },
     .gradient = take_gradient};
 

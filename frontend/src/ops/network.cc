@@ -125,7 +125,7 @@ const detail::OpDefinition kSoftmax{
     .write_attrs = write_softmax_attrs,
     .import =
         [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
-          return softmax_op(in[0], static_cast<int>(attrs.integer("axis")), false);
+          return softmax_op(in[0], attrs.int32("axis"), false);
         },
     .gradient = softmax_gradient};
 const detail::OpDefinition kLogSoftmax{
@@ -133,7 +133,7 @@ const detail::OpDefinition kLogSoftmax{
     .write_attrs = write_softmax_attrs,
     .import =
         [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
-          return softmax_op(in[0], static_cast<int>(attrs.integer("axis")), true);
+          return softmax_op(in[0], attrs.int32("axis"), true);
         },
     .gradient = softmax_gradient};
 

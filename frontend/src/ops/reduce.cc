@@ -119,7 +119,7 @@ NDArray reduce_axis(ReduceOp op, const NDArray& x, int axis, bool keepdims);
 template <ReduceOp op>
 NDArray import_reduce(const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
   if (!attrs.has("axis")) return reduce_all(op, in[0]);
-  return reduce_axis(op, in[0], static_cast<int>(attrs.integer("axis")), attrs.boolean("keepdims"));
+  return reduce_axis(op, in[0], attrs.int32("axis"), attrs.boolean("keepdims"));
 }
 
 // One record per row of TANDEM_REDUCE_OPS, in the order of ReduceOp.
