@@ -4,8 +4,8 @@
 // runs a repeated loop of engine ops under tandem::AutoCapture, sums over a sim device and the
 // cpu (and is refused NCCL there, with the reason), trains a hybridized block whose grad
 // request changes midway, and replays a whole training step (nn::TrainingStep) beside the new
-// array ops and loaders. Every step checks its result; any failure exits non-zero with what
-// went wrong.
+// array ops and loaders, and this round's fused ops and checks. Every step checks its result; any
+// failure exits non-zero with what went wrong.
 #include <tandem/auto_capture.h>
 #include <tandem/ops/collectives.h>
 #include <tandem/tandem.h>
@@ -270,6 +270,67 @@ void whole_step_and_new_array_ops() {
   std::printf("TrainingStep, where/clip/stack/split, pinned arrays, Fashion-MNIST errors: OK\n");
 }
 
+// The fused ops of this round from outside: the optimizer updates against their formula on
+// sim(0) and the cpu, batch_norm in training with its gradient on both (they agree), take with
+// its out-of-range error, the ignored label's zero gradient, and a refused learning rate.
+void fused_updates_batch_norm_take() {
+  for (const tandem::Device device : {tandem::cpu(), tandem::sim(0)}) {
+    nd::NDArray w = nd::from_vector(std::vector<float>{1, 2, 3}, {3}).copyto(device);
+    const nd::NDArray g = nd::from_vector(std::vector<float>{0.5f, -1, 2}, {3}).copyto(device);
+    nd::NDArray m = nd::zeros({3}, nd::float32, device);
+    nd::sgd_mom_update(w, g, m, {.learning_rate = 0.1, .momentum = 0.9});
+    nd::sgd_mom_update(w, g, m, {.learning_rate = 0.1, .momentum = 0.9});
+    // m1 = -0.1 g, w1 = w + m1; m2 = 0.9 m1 - 0.1 g, w2 = w1 + m2: w - 0.29 g.
+    const std::vector<float> got = w.to_vector<float>();
+    require(std::abs(got[0] - (1 - 0.29f * 0.5f)) < 1e-6f && std::abs(got[2] - (3 - 0.58f)) < 1e-6f,
+            "sgd_mom_update on " + tandem::to_string(device) + " differs from its formula");
+  }
+  std::vector<double> grads[2];
+  for (int i = 0; i < 2; ++i) {
+    const tandem::Device device = i == 0 ? tandem::cpu() : tandem::sim(0);
+    nd::random::seed(5);
+    nd::NDArray x = nd::random::normal({4, 3, 2, 2}).copyto(device);
+    nd::NDArray gamma = nd::ones({3}, nd::float32, device),
+                beta = nd::zeros({3}, nd::float32, device);
+    nd::NDArray mean = nd::zeros({3}, nd::float32, device),
+                var = nd::ones({3}, nd::float32, device);
+    x.attach_grad();
+    {
+      auto recording = autograd::record();
+      nd::NDArray y = nd::batch_norm(x, gamma, beta, mean, var);
+      (y * y).sum().backward();
+    }
+    grads[i] = x.grad().to_vector<double>();
+    // Normalized, so sum(y^2) = N*H*W per channel whatever x: its gradient is ~0.
+    for (double v : grads[i]) require(std::abs(v) < 1e-3, "batch_norm's gradient is not ~0");
+  }
+  for (std::size_t k = 0; k < grads[0].size(); ++k) {
+    require(std::abs(grads[0][k] - grads[1][k]) < 1e-6, "batch_norm differs on cpu and sim(0)");
+  }
+  const nd::NDArray table = nd::from_vector(std::vector<float>{10, 20, 30}, {3});
+  const nd::NDArray picked = nd::take(table, nd::from_vector(std::vector<std::int32_t>{2, 0}, {2}));
+  require(picked.to_vector<float>() == std::vector<float>{30, 10}, "take picked the wrong rows");
+  require(error_of([&] {
+            (void)nd::take(table, nd::from_vector(std::vector<std::int32_t>{3}, {1}))
+                .to_vector<float>();
+          }).find("out of range") != std::string::npos,
+          "take with an index out of range was not refused");
+  nd::NDArray logits = nd::ones({2, 3});
+  logits.attach_grad();
+  {
+    auto recording = autograd::record();
+    nd::softmax_cross_entropy(logits, nd::from_vector(std::vector<std::int32_t>{1, -1}, {2}))
+        .sum()
+        .backward();
+  }
+  const std::vector<float> lg = logits.grad().to_vector<float>();
+  require(lg[3] == 0 && lg[4] == 0 && lg[5] == 0 && lg[1] != 0,
+          "an ignored label (-1) still got a gradient");
+  require(error_of([] { nn::SGD sgd(std::nan("")); }).find("learning rate") != std::string::npos,
+          "SGD with a NaN learning rate was not refused");
+  std::printf("fused updates, batch_norm, take, ignored labels, optimizer checks: OK\n");
+}
+
 }  // namespace
 
 int main() {
@@ -287,6 +348,7 @@ int main() {
     allreduce_and_nccl_refusal();
     hybridized_gradients_after_set_grad_req();
     whole_step_and_new_array_ops();
+    fused_updates_batch_norm_take();
     std::printf("frontend consumer: OK\n");
     return 0;
   } catch (const std::exception& error) {
