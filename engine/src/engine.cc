@@ -41,6 +41,9 @@ class EngineFacade final : public Engine {
     owner->engine.store(this, std::memory_order_release);
   }
   ~EngineFacade() override {
+    // Automatic captures still open on this engine enter their buffered pushes now, while the
+    // engine can run them (they would be lost, and their AutoCapture would touch freed memory).
+    detail::end_auto_captures(this);
     detail::EngineCore* core = core_.load(std::memory_order_relaxed);
     const bool finished = finish(*core);
     if (owner_->live_vars.load(std::memory_order_relaxed) == 0) {

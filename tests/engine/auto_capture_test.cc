@@ -208,3 +208,45 @@ TEST_CASE("threads with their own automatic capture on one engine keep their res
   engine->delete_var(shared);
   engine->wait_all();
 }
+
+// Issue 27's outside round: an AutoCapture destroyed after its engine lost the pushes it
+// buffered, then crashed; one destroyed on another thread left the opening thread unable ever
+// to open another ("another one is open").
+TEST_CASE(
+    "an AutoCapture that outlives its engine: the engine enters its pushes, nothing crashes") {
+  std::int64_t value = 0;
+  auto engine = make_engine(EngineKind::threaded);
+  auto scope = std::make_unique<AutoCapture>(*engine, AutoCaptureOptions{8, 64});
+  Var x = engine->new_var();
+  // Past detection: the pushes since the last complete window of 8 are buffered, not entered
+  // (no sync point here: a wait or delete_var would enter them).
+  for (int i = 1; i <= 45; ++i)
+    engine->push([&value, i] { value += i; }, cpu(), {}, {x}, {.name = "add"});
+  const AutoCaptureStats stats = scope->stats();
+  CHECK(stats.pushes_seen == 45);
+  engine.reset();  // the engine ends first: it enters the buffered pushes and runs them
+  CHECK(value == 45 * 46 / 2);
+  scope.reset();  // does nothing more (it logs the misuse)
+  // The thread can open a new automatic capture on a new engine.
+  auto other = make_engine(EngineKind::threaded);
+  AutoCapture again(*other, {.min_window_ops = 8, .max_window_ops = 64});
+}
+
+TEST_CASE("an AutoCapture destroyed on another thread: its pushes entered, the opener reopens") {
+  auto engine = make_engine(EngineKind::threaded);
+  Var x = engine->new_var();
+  std::int64_t value = 0;
+  auto scope = std::make_unique<AutoCapture>(*engine, AutoCaptureOptions{8, 64});
+  for (int i = 1; i <= 40; ++i)
+    engine->push([&value, i] { value += i; }, cpu(), {}, {x}, {.name = "add"});
+  std::thread([&scope] { scope.reset(); }).join();
+  engine->wait_for_var(x);
+  CHECK(value == 40 * 41 / 2);
+  // This thread's hook is dropped at its next AutoCapture (before: "another one is open").
+  AutoCapture again(*engine, {.min_window_ops = 8, .max_window_ops = 64});
+  for (int i = 1; i <= 40; ++i)
+    engine->push([&value, i] { value += i; }, cpu(), {}, {x}, {.name = "add"});
+  engine->wait_for_var(x);
+  CHECK(value == 40 * 41);
+  engine->delete_var(x);
+}

@@ -54,7 +54,9 @@ struct AutoCaptureStats {
 };
 
 // Opens automatic capture for this thread's pushes on `engine` (see above). Not copyable; one
-// per thread at a time, destroyed on the thread that opened it, and before the engine.
+// per thread at a time, destroyed on the thread that opened it, and before the engine. Misuse
+// is logged, not fatal: an engine destroyed first enters the buffered pushes itself, and one
+// destroyed on another thread enters them there (the opening thread may then open another).
 class AutoCapture {
  public:
   explicit AutoCapture(Engine& engine, AutoCaptureOptions options = {});

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <utility>
 
+#include "base/logging.h"
 #include "graph_recorder.h"
 
 namespace tandem::detail {
@@ -66,10 +68,65 @@ AutoCaptureState::AutoCaptureState(Engine& engine, EngineCore& core, AutoCapture
 }
 
 AutoCaptureState::~AutoCaptureState() {
+  if (closed()) return;  // entered when it closed
   try {
     flush();
   } catch (...) {
     // flush enters validated pushes: only running out of memory can throw here.
+  }
+}
+
+void AutoCaptureState::close_after_flush() {
+  try {
+    flush();
+  } catch (...) {
+    // As in the destructor: only running out of memory can throw here.
+  }
+  closed_.store(true, std::memory_order_release);
+}
+
+void AutoCaptureState::end_with_engine() {
+  close_after_flush();
+  engine_ended_.store(true, std::memory_order_release);
+}
+
+namespace {
+
+// Every open automatic capture, for the engines to close theirs when they end.
+std::mutex& registry_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::vector<AutoCaptureState*>& registry() {
+  static std::vector<AutoCaptureState*> states;
+  return states;
+}
+void register_state(AutoCaptureState* state) {
+  const std::lock_guard lock(registry_mutex());
+  registry().push_back(state);
+}
+void unregister_state(AutoCaptureState* state) noexcept {
+  const std::lock_guard lock(registry_mutex());
+  std::erase(registry(), state);
+}
+// Deletes `state` and clears this thread's hook (the owner thread only).
+void forget_on_owner(AutoCaptureState* state) noexcept {
+  tls_auto_capture = nullptr;
+  --tls_push_hooks;
+  unregister_state(state);
+  delete state;
+}
+
+}  // namespace
+
+void drop_closed_auto_capture() noexcept {
+  if (tls_auto_capture != nullptr && tls_auto_capture->closed()) forget_on_owner(tls_auto_capture);
+}
+
+void end_auto_captures(const Engine* engine) noexcept {
+  const std::lock_guard lock(registry_mutex());
+  for (AutoCaptureState* state : registry()) {
+    if (state->serves(engine) && !state->closed()) state->end_with_engine();
   }
 }
 
@@ -275,6 +332,7 @@ void AutoCaptureState::restart_detection() {
 namespace tandem {
 
 AutoCapture::AutoCapture(Engine& engine, AutoCaptureOptions options) {
+  detail::drop_closed_auto_capture();  // one closed from another thread or by its engine's end
   if (detail::tls_auto_capture != nullptr) {
     throw Error(
         "tandem: AutoCapture opened while another one is open on this thread: one automatic "
@@ -285,19 +343,36 @@ AutoCapture::AutoCapture(Engine& engine, AutoCaptureOptions options) {
   }
   if (engine.kind() == EngineKind::naive) return;  // runs every push inline: nothing to gain
   state_ = new detail::AutoCaptureState(engine, detail::core_of(engine), options);
+  detail::register_state(state_);
   detail::tls_auto_capture = state_;
   ++detail::tls_push_hooks;
 }
 
 AutoCapture::~AutoCapture() {
   if (state_ == nullptr) return;
-  detail::tls_auto_capture = nullptr;
-  --detail::tls_push_hooks;
-  delete state_;  // flushes
+  const bool on_owner = std::this_thread::get_id() == state_->owner();
+  if (state_->engine_ended()) {
+    // The engine entered the buffered pushes when it ended; nothing is lost or touched.
+    detail::log().error(
+        "tandem: an AutoCapture outlived its engine (destroy it first): the engine entered its "
+        "buffered pushes when it ended");
+    if (on_owner && detail::tls_auto_capture == state_) detail::forget_on_owner(state_);
+    return;  // else the owner thread forgets it at its next push or AutoCapture
+  }
+  if (!on_owner) {
+    // The owner thread's hook cannot be reset from here: close the state (its pushes entered)
+    // and let the owner drop it, so that it can open another.
+    detail::log().error(
+        "tandem: an AutoCapture was destroyed on another thread than the one that opened it; "
+        "its buffered pushes were entered, and the opening thread may open a new one");
+    state_->close_after_flush();
+    return;
+  }
+  detail::forget_on_owner(state_);  // flushes
 }
 
 void AutoCapture::flush() {
-  if (state_ != nullptr) state_->flush();
+  if (state_ != nullptr && !state_->closed()) state_->flush();
 }
 
 AutoCaptureStats AutoCapture::stats() const {

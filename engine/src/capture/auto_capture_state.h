@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -49,6 +50,18 @@ class AutoCaptureState {
   bool serves(const Engine* engine) const { return engine == engine_; }
   const AutoCaptureStats& stats() const { return stats_; }
 
+  // The thread that opened it: the only one that pushes through it.
+  std::thread::id owner() const { return owner_; }
+  // Closed, its pushes entered: its AutoCapture was destroyed on another thread, or its engine
+  // ended first (end_with_engine). The owner thread drops it at its next push, sync point or
+  // AutoCapture (drop_closed_auto_capture), so that it can open another.
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  void close_after_flush();
+  // Its engine is being destroyed: enters the buffered pushes while the engine can still run
+  // them, then closes.
+  void end_with_engine();
+  bool engine_ended() const { return engine_ended_.load(std::memory_order_acquire); }
+
  private:
   enum class Mode : std::uint8_t { detecting, recording, matching };
 
@@ -71,6 +84,9 @@ class AutoCaptureState {
 
   Engine* engine_;
   EngineCore& core_;
+  std::thread::id owner_ = std::this_thread::get_id();
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> engine_ended_{false};
   AutoCaptureOptions options_;
   AutoCaptureStats stats_;
   Mode mode_ = Mode::detecting;
@@ -95,16 +111,24 @@ class AutoCaptureState {
 };
 
 extern constinit thread_local AutoCaptureState* tls_auto_capture TANDEM_FAST_TLS;
+// Forgets this thread's closed automatic capture (its pushes were entered when it closed).
+void drop_closed_auto_capture() noexcept;
+// Called by an engine being destroyed: every automatic capture still open on it enters its
+// pushes now and closes (an AutoCapture that outlives its engine then does nothing).
+void end_auto_captures(const Engine* engine) noexcept;
 // The automatic capture of this thread for `engine`, unless the push comes from inside an op.
 inline AutoCaptureState* auto_capturing(const Engine* engine) noexcept {
   AutoCaptureState* state = tls_auto_capture;
-  if (state == nullptr || !state->serves(engine) || current_op() != nullptr) return nullptr;
-  return state;
+  if (state == nullptr || current_op() != nullptr) return nullptr;
+  if (state->closed()) [[unlikely]] {
+    drop_closed_auto_capture();
+    return nullptr;
+  }
+  return state->serves(engine) ? state : nullptr;
 }
 // Enters the pushes this thread has buffered for `engine`; call before any sync point.
 inline void flush_auto_capture(const Engine* engine) {
-  if (AutoCaptureState* state = tls_auto_capture; state != nullptr && state->serves(engine))
-      [[unlikely]]
+  if (AutoCaptureState* state = auto_capturing(engine); state != nullptr) [[unlikely]]
     state->flush();
 }
 
