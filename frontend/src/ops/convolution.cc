@@ -258,7 +258,11 @@ NDArray conv2d_backward_bias(const NDArray& grad_out) {
   if (grad_out.ndim() != 4) {
     fail(op, "grad_out must be 4-D (N, O, OH, OW), got shape " + grad_out.shape().to_string());
   }
-  return sum(sum(sum(grad_out, 3), 2), 0);
+  // Over a dense (N, O, OH * OW) view: two reductions instead of three (one op less per
+  // convolution and step); a strided grad_out takes the three.
+  if (!grad_out.is_contiguous()) return sum(sum(sum(grad_out, 3), 2), 0);
+  const Shape& s = grad_out.shape();
+  return sum(sum(grad_out.reshape({s[0], s[1], s[2] * s[3]}), 2), 0);
 }
 
 }  // namespace tandem::nd
