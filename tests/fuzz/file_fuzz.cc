@@ -454,6 +454,57 @@ void fix_crc(Bytes& bytes) {
   put_integer(bytes, checked, crc, 4, false);
 }
 
+// Headers made from scratch with extreme shapes: a rank of 0 to 9 dimensions drawn from
+// {0, 1, 2, 3, 2^31, 2^32 - 1, 2^32, 2^62, 2^63 - 1, 2^64 - 1}, then (array files) a byte count
+// that matches the shape modulo 2^64, is 0, or is random, then a few data bytes. Byte mutations
+// rarely line up a whole shape; these reach the readers' shape arithmetic directly.
+std::uint64_t extreme_dimension(Rng& rng, bool idx) {
+  const std::uint64_t dims[] = {0,
+                                1,
+                                2,
+                                3,
+                                0x80000000ull,
+                                0xffffffffull,
+                                0x100000000ull,
+                                1ull << 62,
+                                0x7fffffffffffffffull,
+                                0xffffffffffffffffull};
+  return dims[below(rng, idx ? 6 : std::size(dims))];
+}
+
+Bytes extreme_array_file(Rng& rng) {
+  Bytes out = {'T', 'A', 'N', 'D', 'E', 'M', 'N', 'D', 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 'x'};
+  out.push_back(static_cast<unsigned char>(1 + below(rng, 5)));  // dtype
+  const std::size_t rank = below(rng, 10);
+  out.push_back(static_cast<unsigned char>(rank));
+  std::uint64_t product = 1;
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::uint64_t dim = extreme_dimension(rng, false);
+    product *= dim;
+    out.resize(out.size() + 8);
+    put_integer(out, out.size() - 8, dim, 8, false);
+  }
+  const std::uint64_t byte_counts[] = {product * 4, 0, rng()};
+  out.resize(out.size() + 8);
+  put_integer(out, out.size() - 8, byte_counts[below(rng, 3)], 8, false);
+  for (std::size_t n = below(rng, 64); n > 0; --n) out.push_back(static_cast<unsigned char>(rng()));
+  out.resize(out.size() + 4);
+  fix_crc(out);
+  return out;
+}
+
+Bytes extreme_idx_file(Rng& rng) {
+  const unsigned char types[] = {0x08, 0x09, 0x0B, 0x0C, 0x0D, 0x0E};
+  const std::size_t rank = below(rng, 10);
+  Bytes out = {0, 0, types[below(rng, std::size(types))], static_cast<unsigned char>(rank)};
+  for (std::size_t i = 0; i < rank; ++i) {
+    out.resize(out.size() + 4);
+    put_integer(out, out.size() - 4, extreme_dimension(rng, true), 4, true);
+  }
+  for (std::size_t n = below(rng, 64); n > 0; --n) out.push_back(static_cast<unsigned char>(rng()));
+  return out;
+}
+
 // ---- the readers -----------------------------------------------------------------------------
 
 struct Target {
@@ -494,7 +545,9 @@ std::vector<Target> targets() {
   std::vector<Target> all;
   all.push_back({"load", [](const Seeds& s, const fs::path& work, Rng& rng, std::size_t& size,
                             const std::function<void()>& start) {
-                   Bytes bytes = mutated(s.array_file, s.params_file, rng, false);
+                   Bytes bytes = below(rng, 4) == 0
+                                     ? extreme_array_file(rng)
+                                     : mutated(s.array_file, s.params_file, rng, false);
                    if (below(rng, 2) == 0) fix_crc(bytes);
                    size = bytes.size();
                    write_bytes(work / "a.tnd", bytes);
@@ -541,7 +594,9 @@ std::vector<Target> targets() {
       {"read_idx", [](const Seeds& s, const fs::path& work, Rng& rng, std::size_t& size,
                       const std::function<void()>& start) {
          const Bytes* seeds[] = {&s.idx_images, &s.idx_labels, &s.idx_float, &s.idx_int16};
-         Bytes bytes = mutated(*seeds[below(rng, 4)], *seeds[below(rng, 4)], rng, false);
+         Bytes bytes = below(rng, 4) == 0
+                           ? extreme_idx_file(rng)
+                           : mutated(*seeds[below(rng, 4)], *seeds[below(rng, 4)], rng, false);
          if (below(rng, 3) == 0) bytes = tandem::testing::gzip_bytes(bytes);
          if (below(rng, 4) == 0) mutate(bytes, s.idx_images, rng, false);
          size = bytes.size();
