@@ -38,6 +38,11 @@
 
 #include "../frontend/gzip_writer.h"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+#include <sanitizer/common_interface_defs.h>
+#define TANDEM_FUZZ_SANITIZED 1
+#endif
+
 namespace {
 
 // ---- the allocation cap ----------------------------------------------------------------------
@@ -684,6 +689,11 @@ Options parse_options(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
+#ifdef TANDEM_FUZZ_SANITIZED
+  // A sanitizer's report ends the process without our report: name the case to reproduce.
+  __sanitizer_set_death_callback(
+      [] { std::fprintf(stderr, "fuzz_files: FAILURE: a sanitizer report in %s\n", g_case); });
+#endif
   const std::vector<Target> all = targets();
   std::vector<const Target*> chosen;
   for (const Target& target : all) {

@@ -88,6 +88,19 @@ TEST_SUITE("fuzz.regressions") {
                          tandem::Error);
   }
 
+  TEST_CASE("an empty uint8 IDX file reads as an empty array") {
+    // read_idx passed the empty vector's null buffer to memcpy (UBSan: null pointer passed as
+    // argument 1); the asan stage fails on it.
+    Bytes idx = {0, 0, 0x08, 2};
+    append(idx, 0, 4, /*big_endian=*/true);
+    append(idx, 28, 4, /*big_endian=*/true);
+    const fs::path path = scratch("empty.idx");
+    write(path, idx);
+    const nd::NDArray empty = nd::read_idx(path.string(), nd::uint8);
+    CHECK(empty.shape() == nd::Shape{0, 28});
+    CHECK(empty.size() == 0);
+  }
+
   TEST_CASE("a graph whose input shape has a negative or overflowing dimension is refused") {
     nn::Sequential net;
     net.add(nn::Dense(2));

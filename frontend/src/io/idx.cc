@@ -176,7 +176,8 @@ NDArray read_idx(const std::string& path, DType dtype, Device device) {
     std::vector<T> values(static_cast<std::size_t>(elements));
     if constexpr (std::is_same_v<T, std::uint8_t>) {
       if (type == IdxType::uint8) {  // the common case (images): the bytes as they are
-        std::memcpy(values.data(), data, values.size());
+        // An empty array's vector has no buffer: memcpy must not see its null pointer.
+        if (!values.empty()) std::memcpy(values.data(), data, values.size());
         out = from_vector(values, shape, device);
         return;
       }
