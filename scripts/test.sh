@@ -4,7 +4,8 @@
 #   bash scripts/test.sh                # every stage, in this order:
 #     main    RelWithDebInfo build in build/ (CUDA AUTO), ctest: every test
 #     tsan    ThreadSanitizer build in build-tsan/, ctest -R 'engine|dist', TANDEM_TEST_SCALE=0.05
-#     asan    ASan+UBSan build in build-asan/, ctest: every test, TANDEM_TEST_SCALE=0.05
+#     asan    ASan+UBSan build in build-asan/, ctest: every test, TANDEM_TEST_SCALE=0.05,
+#             the file fuzzer (fuzz_files) for 60 s
 #     embed   cmake --install build/ into a temporary prefix, then build and run against the
 #             installed package: examples/embed, an engine-only consumer (COMPONENTS engine,
 #             without BLAS or nlohmann-json), a program linking every exported target and a
@@ -108,7 +109,8 @@ stage_asan() {
   cmake_configure "$ASAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=address \
     -DTANDEM_ASSERTIONS=ON -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
   cmake_build "$ASAN_DIR"
-  TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" \
+  # fuzz_files (tests/fuzz) runs for TANDEM_FUZZ_SECONDS: 10 s in the main stage, 60 s here.
+  TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" TANDEM_FUZZ_SECONDS=60 \
     ASAN_OPTIONS=detect_leaks=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest "$ASAN_DIR"

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "io/shape_limits.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd::detail {
@@ -81,6 +82,11 @@ Shape shape_from_json(const nlohmann::json& value, const std::string& what) {
       throw Error("tandem: " + what + ": expected integer dimensions, got " + json_excerpt(value));
     }
     shape.push_back(integer_from_json(dim, what));
+  }
+  if (!shape_fits(shape, 1)) {
+    throw Error("tandem: " + what + ": the shape " + shape.to_string() +
+                " has a negative dimension or is too large (the product of its dimensions "
+                "overflows a 64-bit size)");
   }
   return shape;
 }

@@ -10,6 +10,7 @@
 #include "io/byte_reader.h"
 #include "io/file_bytes.h"
 #include "io/gunzip.h"
+#include "io/shape_limits.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/idx.h"
 #include "tandem/ops/convert.h"
@@ -148,6 +149,10 @@ NDArray read_idx(const std::string& path, DType dtype, Device device) {
         in.big_endian(4, "dimension " + std::to_string(axis) + " of " + std::to_string(rank))));
   }
   const auto element_size = static_cast<std::uint64_t>(type_size(type));
+  if (!detail::shape_fits(shape, element_size)) {
+    in.fail("has the shape " + shape.to_string() + " of " + idx_type_name(type) +
+            ", too large: the product of its dimensions overflows a 64-bit size");
+  }
   const std::uint64_t max_elements = in.remaining() / element_size;
   std::uint64_t elements = 1;
   for (const std::int64_t dim : shape) {
@@ -171,7 +176,8 @@ NDArray read_idx(const std::string& path, DType dtype, Device device) {
     std::vector<T> values(static_cast<std::size_t>(elements));
     if constexpr (std::is_same_v<T, std::uint8_t>) {
       if (type == IdxType::uint8) {  // the common case (images): the bytes as they are
-        std::memcpy(values.data(), data, values.size());
+        // An empty array's vector has no buffer: memcpy must not see its null pointer.
+        if (!values.empty()) std::memcpy(values.data(), data, values.size());
         out = from_vector(values, shape, device);
         return;
       }

@@ -17,6 +17,7 @@
 #include "io/byte_reader.h"
 #include "io/crc32.h"
 #include "io/file_bytes.h"
+#include "io/shape_limits.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/save_load.h"
 
@@ -143,6 +144,10 @@ ParsedEntry parse_entry(detail::ByteReader& in, std::uint32_t index) {
     entry.shape.push_back(dim);
     const auto udim = static_cast<std::uint64_t>(dim);
     elements = (udim != 0 && elements > max_elements / udim) ? max_elements + 1 : elements * udim;
+  }
+  if (!detail::shape_fits(entry.shape, element_size)) {
+    in.fail("gives " + what + " the shape " + entry.shape.to_string() +
+            ", too large: the product of its dimensions overflows a 64-bit size (corrupt file)");
   }
   const std::uint64_t byte_count = in.little_endian(8, "the byte count of " + what);
   if (elements > max_elements) {

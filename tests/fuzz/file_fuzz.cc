@@ -1,0 +1,783 @@
+// tandem_fuzz_files: a deterministic random-mutation fuzzer over tandem's file readers.
+//
+//   tandem_fuzz_files [--seed N] [--seconds S] [--iterations K] [--only I] [--target NAME]
+//                     [--show-errors] [--keep]
+//
+// At start it writes small valid files (the seeds) with tandem's own writers: an array file
+// (nd::save), a network's parameters (save_parameters), an exported graph and its params
+// (nn::export_block), IDX files (write_idx, plain and gzipped) and an MNIST directory. Each
+// iteration picks a reader, mutates its seed (bit flips, interesting bytes and integers, cuts,
+// duplications, splices, JSON-aware edits; the array file's CRC is recomputed half the time so
+// the parser behind it is reached) and reads the result. The property: every input gives a value
+// or a tandem::Error whose message starts with "tandem:", never
+//   - another exception, a crash or a sanitizer report,
+//   - a call longer than the watchdog's limit (TANDEM_FUZZ_CALL_LIMIT_S, default 20 s),
+//   - one allocation larger than the input justifies (operator new is replaced below: more than
+//     16 MiB + 2048 x the input's size fails; 2048 covers deflate's 1032:1 ratio).
+//
+// Iteration I of seed N is a function of (N, I) alone, so a failure is reproduced with
+// `--seed N --only I` (printed with the failure). The time budget is --seconds, else
+// TANDEM_FUZZ_SECONDS, else 10; --iterations K stops after K iterations instead.
+#include <tandem/tandem.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <new>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../frontend/gzip_writer.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+#include <sanitizer/common_interface_defs.h>
+#define TANDEM_FUZZ_SANITIZED 1
+#endif
+
+namespace {
+
+// ---- the allocation cap ----------------------------------------------------------------------
+
+std::atomic<std::size_t> g_allocation_cap{SIZE_MAX};
+std::atomic<bool> g_reported{false};
+// What is running, for reports from operator new and the watchdog (set before each call).
+char g_case[256] = "setting up";
+
+[[noreturn]] void report_and_abort(const char* problem, std::size_t value) {
+  if (!g_reported.exchange(true)) {
+    std::fprintf(stderr, "fuzz_files: FAILURE: %s (%zu) in %s\n", problem, value, g_case);
+  }
+  std::abort();
+}
+
+void check_allocation(std::size_t bytes) {
+  if (bytes > g_allocation_cap.load(std::memory_order_relaxed)) {
+    report_and_abort("an allocation larger than the input justifies, bytes", bytes);
+  }
+}
+
+void* allocate(std::size_t bytes, std::size_t alignment) {
+  check_allocation(bytes);
+  if (bytes == 0) bytes = 1;
+  if (alignment <= alignof(std::max_align_t)) return std::malloc(bytes);
+  return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+}
+
+void* allocate_or_throw(std::size_t bytes, std::size_t alignment) {
+  void* p = allocate(bytes, alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return allocate_or_throw(n, 0);
+}
+void* operator new[](std::size_t n) {
+  return allocate_or_throw(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return allocate_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return allocate_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return allocate(n, 0);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return allocate(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a));
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace nd = tandem::nd;
+namespace nn = tandem::nn;
+using Bytes = std::vector<unsigned char>;
+using Rng = std::mt19937_64;
+
+constexpr std::size_t kMaxInput = 256 * 1024;
+
+// ---- the watchdog ----------------------------------------------------------------------------
+
+std::atomic<std::int64_t> g_call_started_ms{0};  // 0: no call under way
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void watch(std::int64_t limit_ms, const std::atomic<bool>& done) {
+  while (!done.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::int64_t started = g_call_started_ms.load();
+    if (started != 0 && now_ms() - started > limit_ms) {
+      report_and_abort("a call ran past the watchdog's limit, ms",
+                       static_cast<std::size_t>(limit_ms));
+    }
+  }
+}
+
+// ---- files -----------------------------------------------------------------------------------
+
+Bytes read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const fs::path& path, const Bytes& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+}
+
+nn::Sequential small_network() {
+  nn::Sequential net;
+  net.add(nn::Dense(3, nn::relu)).add(nn::Dense(2));
+  return net;
+}
+
+struct Seeds {
+  fs::path dir;
+  Bytes array_file, params_file, graph_json, graph_params, idx_images, idx_labels;
+  Bytes idx_float, idx_int16;
+};
+
+Seeds write_seeds(const fs::path& dir) {
+  Seeds seeds;
+  seeds.dir = dir;
+  nd::save(
+      (dir / "arrays.tnd").string(),
+      nd::NamedArrays{{"weights", nd::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3})},
+                      {"step", nd::from_vector(std::vector<std::int64_t>{7}, {1})},
+                      {"bytes", nd::from_vector(std::vector<std::uint8_t>{1, 2, 3, 4}, {2, 2})}});
+  seeds.array_file = read_bytes(dir / "arrays.tnd");
+
+  nn::Sequential net = small_network();
+  net.initialize(nn::Xavier());
+  const nd::NDArray example = nd::from_vector(std::vector<float>{0.5f, -1, 2, 0.25f}, {1, 4});
+  net(example);
+  net.save_parameters((dir / "net.params").string());
+  seeds.params_file = read_bytes(dir / "net.params");
+  const nn::ExportedFiles files = nn::export_block(net, example, (dir / "net").string());
+  seeds.graph_json = read_bytes(files.graph);
+  seeds.graph_params = read_bytes(files.params);
+
+  nd::write_idx((dir / "images.idx").string(),
+                nd::from_vector(std::vector<std::uint8_t>{0, 10, 20, 30, 40, 50, 60, 70, 80, 90,
+                                                          100, 110, 120, 130, 140, 150, 160, 170},
+                                {2, 3, 3}),
+                nd::IdxType::uint8);
+  seeds.idx_images = read_bytes(dir / "images.idx");
+  nd::write_idx((dir / "labels.idx").string(),
+                nd::from_vector(std::vector<std::uint8_t>{3, 7}, {2}), nd::IdxType::uint8);
+  seeds.idx_labels = read_bytes(dir / "labels.idx");
+  nd::write_idx((dir / "float.idx").string(),
+                nd::from_vector(std::vector<float>{1.5f, -2, 3, 4}, {2, 2}), nd::IdxType::float32);
+  seeds.idx_float = read_bytes(dir / "float.idx");
+  nd::write_idx((dir / "int16.idx").string(),
+                nd::from_vector(std::vector<std::int32_t>{-300, 2, 3}, {3}), nd::IdxType::int16);
+  seeds.idx_int16 = read_bytes(dir / "int16.idx");
+  return seeds;
+}
+
+// ---- mutations -------------------------------------------------------------------------------
+
+std::size_t below(Rng& rng, std::size_t n) {
+  return n == 0 ? 0 : static_cast<std::size_t>(rng() % n);
+}
+
+const std::uint64_t kInterestingIntegers[] = {0,
+                                              1,
+                                              2,
+                                              8,
+                                              0x7f,
+                                              0x80,
+                                              0xff,
+                                              0x7fff,
+                                              0xffff,
+                                              0x7fffffffull,
+                                              0x80000000ull,
+                                              0xffffffffull,
+                                              0x100000000ull,
+                                              1ull << 40,
+                                              1ull << 62,
+                                              0x7fffffffffffffffull,
+                                              0x8000000000000000ull,
+                                              0xffffffffffffffffull};
+
+void put_integer(Bytes& bytes, std::size_t at, std::uint64_t value, int width, bool big_endian) {
+  for (int i = 0; i < width && at + static_cast<std::size_t>(i) < bytes.size(); ++i) {
+    const int shift = 8 * (big_endian ? width - 1 - i : i);
+    bytes[at + static_cast<std::size_t>(i)] = static_cast<unsigned char>(value >> shift);
+  }
+}
+
+void mutate_bytes(Bytes& bytes, const Bytes& other, Rng& rng) {
+  const unsigned char kInterestingBytes[] = {0, 1, 0x7f, 0x80, 0xff, 0x0e, 0x08};
+  switch (below(rng, 8)) {
+    case 0:  // a bit flip
+      if (!bytes.empty())
+        bytes[below(rng, bytes.size())] ^= static_cast<unsigned char>(1u << below(rng, 8));
+      break;
+    case 1:  // an interesting byte
+      if (!bytes.empty())
+        bytes[below(rng, bytes.size())] =
+            kInterestingBytes[below(rng, std::size(kInterestingBytes))];
+      break;
+    case 2: {  // an interesting integer, 4 or 8 bytes, either byte order
+      if (bytes.empty()) break;
+      const std::uint64_t value = kInterestingIntegers[below(rng, std::size(kInterestingIntegers))];
+      put_integer(bytes, below(rng, bytes.size()), value, below(rng, 2) == 0 ? 4 : 8,
+                  below(rng, 2) == 0);
+      break;
+    }
+    case 3:  // a cut
+      bytes.resize(below(rng, bytes.size() + 1));
+      break;
+    case 4: {  // a duplicated chunk
+      if (bytes.empty()) break;
+      const std::size_t from = below(rng, bytes.size());
+      const std::size_t length = 1 + below(rng, std::min<std::size_t>(bytes.size() - from, 64));
+      const Bytes chunk(bytes.begin() + static_cast<std::ptrdiff_t>(from),
+                        bytes.begin() + static_cast<std::ptrdiff_t>(from + length));
+      bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(below(rng, bytes.size() + 1)),
+                   chunk.begin(), chunk.end());
+      break;
+    }
+    case 5: {  // a deleted chunk
+      if (bytes.empty()) break;
+      const std::size_t from = below(rng, bytes.size());
+      const std::size_t length = 1 + below(rng, std::min<std::size_t>(bytes.size() - from, 64));
+      bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(from),
+                  bytes.begin() + static_cast<std::ptrdiff_t>(from + length));
+      break;
+    }
+    case 6: {  // a splice: this file's start, the other's end
+      const std::size_t cut = below(rng, bytes.size() + 1);
+      const std::size_t other_cut = below(rng, other.size() + 1);
+      bytes.resize(cut);
+      bytes.insert(bytes.end(), other.begin() + static_cast<std::ptrdiff_t>(other_cut),
+                   other.end());
+      break;
+    }
+    default:  // random bytes inserted
+      for (std::size_t n = 1 + below(rng, 16), at = below(rng, bytes.size() + 1); n > 0; --n) {
+        bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                     static_cast<unsigned char>(rng()));
+      }
+  }
+  if (bytes.size() > kMaxInput) bytes.resize(kMaxInput);
+}
+
+// Positions of tokens in JSON text: numbers, strings, and '[' / '{'.
+std::vector<std::pair<std::size_t, std::size_t>> json_tokens(const std::string& text,
+                                                             bool numbers) {
+  std::vector<std::pair<std::size_t, std::size_t>> tokens;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '"') {
+      std::size_t end = i + 1;
+      while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+      if (!numbers) tokens.emplace_back(i, std::min(end + 1, text.size()) - i);
+      i = end + 1;
+    } else if (text[i] == '-' || (text[i] >= '0' && text[i] <= '9')) {
+      std::size_t end = i + 1;
+      while (end < text.size() && std::strchr("0123456789.eE+-", text[end]) != nullptr) ++end;
+      if (numbers) tokens.emplace_back(i, end - i);
+      i = end;
+    } else {
+      ++i;
+    }
+  }
+  return tokens;
+}
+
+void mutate_json(Bytes& bytes, Rng& rng) {
+  std::string text(bytes.begin(), bytes.end());
+  const char* kValues[] = {"4294967296",
+                           "-1",
+                           "9223372036854775807",
+                           "18446744073709551615",
+                           "-9223372036854775808",
+                           "99999999999999999999999",
+                           "1e308",
+                           "-0",
+                           "2147483648",
+                           "0.5",
+                           "\"x\"",
+                           "null",
+                           "[]",
+                           "{}",
+                           "true",
+                           "[1,2]",
+                           "[4294967296,1]",
+                           "[-1]",
+                           "[0,4611686018427387904,4611686018427387904]",
+                           "[\"float32\"]",
+                           "{\"a\":[]}"};
+  const char* kStrings[] = {"\"\"",      "\"float64\"",  "\"int32\"", "\"uint8\"", "\"write\"",
+                            "\"null\"",  "\"reshape\"",  "\"dense\"", "\"relu\"",  "\"transpose\"",
+                            "\"add\"",   "\"0.weight\"", "\"inf\"",   "\"nan\"",   "\"id\"",
+                            "\"shape\"", "\"inputs\"",   "1",         "[]"};
+  constexpr std::size_t kKeyStrings = std::size(kStrings) - 2;
+  switch (below(rng, 5)) {
+    case 0: {  // a number replaced
+      const auto tokens = json_tokens(text, true);
+      if (tokens.empty()) break;
+      const auto [at, length] = tokens[below(rng, tokens.size())];
+      text.replace(at, length, kValues[below(rng, std::size(kValues))]);
+      break;
+    }
+    case 1: {  // a string replaced
+      const auto tokens = json_tokens(text, false);
+      if (tokens.empty()) break;
+      const auto [at, length] = tokens[below(rng, tokens.size())];
+      const bool key = at + length < text.size() && text[at + length] == ':';
+      // A key stays a string (the first kKeyStrings entries): else the text is not JSON at all.
+      text.replace(at, length, kStrings[below(rng, key ? kKeyStrings : std::size(kStrings))]);
+      break;
+    }
+    case 2: {  // a value nested deeper: "[" x n before a '[' or '{', "]" x n after its value
+      std::vector<std::size_t> opens;
+      for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '[' || text[i] == '{') opens.push_back(i);
+      }
+      if (opens.empty()) break;
+      const std::size_t at = opens[below(rng, opens.size())];
+      int depth = 0;
+      std::size_t end = at;
+      for (; end < text.size(); ++end) {
+        if (text[end] == '[' || text[end] == '{') ++depth;
+        if ((text[end] == ']' || text[end] == '}') && --depth == 0) break;
+      }
+      if (end >= text.size()) break;
+      const std::size_t n = 1 + below(rng, below(rng, 2) == 0 ? 8 : 80);
+      text.insert(end + 1, std::string(n, ']'));
+      text.insert(at, std::string(n, '['));
+      break;
+    }
+    case 3: {  // an object or list element duplicated (a node twice, an id defined twice)
+      const std::size_t at = text.find('{', below(rng, text.size()));
+      if (at == std::string::npos) break;
+      int depth = 0;
+      std::size_t end = at;
+      for (; end < text.size(); ++end) {
+        if (text[end] == '{') ++depth;
+        if (text[end] == '}' && --depth == 0) break;
+      }
+      // Only a list's element: after a key, a second object would not be JSON.
+      const std::size_t before = at == 0 ? std::string::npos : text.find_last_not_of(" \n", at - 1);
+      if (end >= text.size() || before == std::string::npos || text[before] == ':') break;
+      text.insert(end + 1, "," + text.substr(at, end + 1 - at));
+      break;
+    }
+    default:  // a field removed: a "key": value up to the next comma
+      const auto tokens = json_tokens(text, false);
+      if (tokens.empty()) break;
+      const auto [at, length] = tokens[below(rng, tokens.size())];
+      const std::size_t comma = text.find(',', at + length);
+      // Only a scalar's field: a list or object holds commas of its own.
+      if (comma != std::string::npos && text[at + length] == ':' &&
+          text.find_first_of("[{", at) > comma) {
+        text.erase(at, comma + 1 - at);
+      }
+  }
+  bytes.assign(text.begin(), text.end());
+  if (bytes.size() > kMaxInput) bytes.resize(kMaxInput);
+}
+
+void mutate(Bytes& bytes, const Bytes& other, Rng& rng, bool json) {
+  for (std::size_t n = 1 + below(rng, 4); n > 0; --n) {
+    if (json && below(rng, 16) != 0) {
+      mutate_json(bytes, rng);
+    } else {
+      mutate_bytes(bytes, other, rng);
+    }
+  }
+}
+
+// The array file's trailing CRC-32 recomputed, so a mutation reaches what the parser does after
+// the checksum would have refused it.
+void fix_crc(Bytes& bytes) {
+  if (bytes.size() < 4) return;
+  const std::size_t checked = bytes.size() - 4;
+  const uLong crc = crc32(crc32(0L, Z_NULL, 0), bytes.data(), static_cast<uInt>(checked));
+  put_integer(bytes, checked, crc, 4, false);
+}
+
+// Headers made from scratch with extreme shapes: a rank of 0 to 9 dimensions drawn from
+// {0, 1, 2, 3, 2^31, 2^32 - 1, 2^32, 2^62, 2^63 - 1, 2^64 - 1}, then (array files) a byte count
+// that matches the shape modulo 2^64, is 0, or is random, then a few data bytes. Byte mutations
+// rarely line up a whole shape; these reach the readers' shape arithmetic directly.
+std::uint64_t extreme_dimension(Rng& rng, bool idx) {
+  const std::uint64_t dims[] = {0,
+                                1,
+                                2,
+                                3,
+                                0x80000000ull,
+                                0xffffffffull,
+                                0x100000000ull,
+                                1ull << 62,
+                                0x7fffffffffffffffull,
+                                0xffffffffffffffffull};
+  return dims[below(rng, idx ? 6 : std::size(dims))];
+}
+
+Bytes extreme_array_file(Rng& rng) {
+  Bytes out = {'T', 'A', 'N', 'D', 'E', 'M', 'N', 'D', 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 'x'};
+  out.push_back(static_cast<unsigned char>(1 + below(rng, 5)));  // dtype
+  const std::size_t rank = below(rng, 10);
+  out.push_back(static_cast<unsigned char>(rank));
+  std::uint64_t product = 1;
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::uint64_t dim = extreme_dimension(rng, false);
+    product *= dim;
+    out.resize(out.size() + 8);
+    put_integer(out, out.size() - 8, dim, 8, false);
+  }
+  const std::uint64_t byte_counts[] = {product * 4, 0, rng()};
+  out.resize(out.size() + 8);
+  put_integer(out, out.size() - 8, byte_counts[below(rng, 3)], 8, false);
+  for (std::size_t n = below(rng, 64); n > 0; --n) out.push_back(static_cast<unsigned char>(rng()));
+  out.resize(out.size() + 4);
+  fix_crc(out);
+  return out;
+}
+
+Bytes extreme_idx_file(Rng& rng) {
+  const unsigned char types[] = {0x08, 0x09, 0x0B, 0x0C, 0x0D, 0x0E};
+  const std::size_t rank = below(rng, 10);
+  Bytes out = {0, 0, types[below(rng, std::size(types))], static_cast<unsigned char>(rank)};
+  for (std::size_t i = 0; i < rank; ++i) {
+    out.resize(out.size() + 4);
+    put_integer(out, out.size() - 4, extreme_dimension(rng, true), 4, true);
+  }
+  for (std::size_t n = below(rng, 64); n > 0; --n) out.push_back(static_cast<unsigned char>(rng()));
+  return out;
+}
+
+// ---- the readers -----------------------------------------------------------------------------
+
+struct Target {
+  const char* name;
+  std::function<void(const Seeds&, const fs::path& work, Rng&, std::size_t& input_size,
+                     const std::function<void()>& start)>
+      run;
+};
+
+// Sets the allocation cap for an input of `size` bytes and starts the watchdog's clock.
+void arm(std::size_t size) {
+  g_allocation_cap.store((16u << 20) + 2048 * size);
+  g_call_started_ms.store(now_ms());
+}
+void disarm() {
+  g_call_started_ms.store(0);
+  g_allocation_cap.store(SIZE_MAX);
+}
+
+// A zero input of the graph's shape when it is small (a mutated shape may ask for anything).
+bool small_input_shape(const nd::Shape& shape) {
+  std::int64_t elements = 1;
+  for (int i = 0; i < shape.ndim(); ++i) {
+    if (shape[i] < 0 || shape[i] > 4096) return false;
+    elements *= std::max<std::int64_t>(shape[i], 1);
+    if (elements > 4096) return false;
+  }
+  return true;
+}
+
+Bytes mutated(const Bytes& seed, const Bytes& other, Rng& rng, bool json) {
+  Bytes bytes = seed;
+  mutate(bytes, other, rng, json);
+  return bytes;
+}
+
+std::vector<Target> targets() {
+  std::vector<Target> all;
+  all.push_back({"load", [](const Seeds& s, const fs::path& work, Rng& rng, std::size_t& size,
+                            const std::function<void()>& start) {
+                   Bytes bytes = below(rng, 4) == 0
+                                     ? extreme_array_file(rng)
+                                     : mutated(s.array_file, s.params_file, rng, false);
+                   if (below(rng, 2) == 0) fix_crc(bytes);
+                   size = bytes.size();
+                   write_bytes(work / "a.tnd", bytes);
+                   start();
+                   if (below(rng, 2) == 0) {
+                     for (const auto& [name, array] : nd::load((work / "a.tnd").string())) {
+                       array.wait_to_read();
+                     }
+                   } else {
+                     nd::load_array((work / "a.tnd").string()).wait_to_read();
+                   }
+                 }});
+  all.push_back({"load_parameters", [](const Seeds& s, const fs::path& work, Rng& rng,
+                                       std::size_t& size, const std::function<void()>& start) {
+                   Bytes bytes = mutated(s.params_file, s.array_file, rng, false);
+                   if (below(rng, 2) == 0) fix_crc(bytes);
+                   size = bytes.size();
+                   write_bytes(work / "p.params", bytes);
+                   nn::Sequential net = small_network();
+                   start();
+                   net.load_parameters((work / "p.params").string());
+                   net(nd::zeros({1, 4})).wait_to_read();
+                 }});
+  all.push_back({"ImportedBlock::load", [](const Seeds& s, const fs::path& work, Rng& rng,
+                                           std::size_t& size, const std::function<void()>& start) {
+                   Bytes graph = s.graph_json, params = s.graph_params;
+                   const std::size_t which = below(rng, 4);
+                   if (which != 0) mutate(graph, s.graph_json, rng, which != 1);
+                   if (which == 0 || which == 3) {
+                     mutate(params, s.array_file, rng, false);
+                     if (below(rng, 2) == 0) fix_crc(params);
+                   }
+                   size = graph.size() + params.size();
+                   write_bytes(work / "g.json", graph);
+                   write_bytes(work / "g.tnd", params);
+                   start();
+                   auto block = nn::ImportedBlock::load((work / "g.json").string(),
+                                                        (work / "g.tnd").string());
+                   if (small_input_shape(block->input_shape())) {
+                     (*block)(nd::zeros(block->input_shape(), block->input_dtype())).wait_to_read();
+                   }
+                 }});
+  all.push_back(
+      {"read_idx", [](const Seeds& s, const fs::path& work, Rng& rng, std::size_t& size,
+                      const std::function<void()>& start) {
+         const Bytes* seeds[] = {&s.idx_images, &s.idx_labels, &s.idx_float, &s.idx_int16};
+         Bytes bytes = below(rng, 4) == 0
+                           ? extreme_idx_file(rng)
+                           : mutated(*seeds[below(rng, 4)], *seeds[below(rng, 4)], rng, false);
+         if (below(rng, 3) == 0) bytes = tandem::testing::gzip_bytes(bytes);
+         if (below(rng, 4) == 0) mutate(bytes, s.idx_images, rng, false);
+         size = bytes.size();
+         write_bytes(work / "x.idx", bytes);
+         const nd::DType dtypes[] = {nd::uint8, nd::int32, nd::float32, nd::float64, nd::int64};
+         const nd::DType dtype = dtypes[below(rng, std::size(dtypes))];
+         start();
+         nd::read_idx((work / "x.idx").string(), dtype).wait_to_read();
+       }});
+  all.push_back({"load_mnist", [](const Seeds& s, const fs::path& work, Rng& rng, std::size_t& size,
+                                  const std::function<void()>& start) {
+                   const fs::path dir = work / "mnist";
+                   fs::create_directories(dir);
+                   size = 0;
+                   const std::size_t victim = below(rng, 4);
+                   for (std::size_t i = 0; i < 4; ++i) {
+                     Bytes plain = i % 2 == 0 ? s.idx_images : s.idx_labels;
+                     const bool mutate_plain = below(rng, 2) == 0;
+                     if (i == victim && mutate_plain) mutate(plain, s.idx_labels, rng, false);
+                     Bytes gz = tandem::testing::gzip_bytes(plain);
+                     if (i == victim && !mutate_plain) mutate(gz, s.idx_images, rng, false);
+                     size += gz.size();
+                     write_bytes(dir / (std::string(tandem::data::kMnistFiles[i]) + ".gz"), gz);
+                   }
+                   start();
+                   tandem::data::MnistDataSet set = tandem::data::load_mnist(dir.string());
+                   set.train.images.wait_to_read();
+                 }});
+  return all;
+}
+
+struct Options {
+  std::uint64_t seed = 20261128;
+  double seconds = 10;
+  std::int64_t iterations = -1;  // -1: until the time budget is spent
+  std::int64_t only = -1;
+  std::string target;
+  std::int64_t call_limit_ms = 20000;
+  bool show_errors = false;
+  bool keep = false;  // keep the working directory (the last input's files) and print its path
+};
+
+Options parse_options(int argc, char** argv) {
+  Options options;
+  if (const char* env = std::getenv("TANDEM_FUZZ_SECONDS")) options.seconds = std::atof(env);
+  if (const char* env = std::getenv("TANDEM_FUZZ_SEED"))
+    options.seed = std::strtoull(env, nullptr, 10);
+  if (const char* env = std::getenv("TANDEM_FUZZ_CALL_LIMIT_S")) {
+    options.call_limit_ms = static_cast<std::int64_t>(1000 * std::atof(env));
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--show-errors" || flag == "--keep") {
+      (flag == "--keep" ? options.keep : options.show_errors) = true;
+      continue;
+    }
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (value == nullptr) {
+      std::fprintf(stderr, "fuzz_files: %s needs a value\n", flag.c_str());
+      std::exit(2);
+    }
+    ++i;
+    if (flag == "--seed") {
+      options.seed = std::strtoull(value, nullptr, 10);
+    } else if (flag == "--seconds") {
+      options.seconds = std::atof(value);
+    } else if (flag == "--iterations") {
+      options.iterations = std::atoll(value);
+    } else if (flag == "--only") {
+      options.only = std::atoll(value);
+    } else if (flag == "--target") {
+      options.target = value;
+    } else {
+      std::fprintf(stderr,
+                   "fuzz_files: unknown flag %s (--seed N --seconds S --iterations K --only I "
+                   "--target NAME --show-errors --keep)\n",
+                   flag.c_str());
+      std::exit(2);
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse_options(argc, argv);
+#ifdef TANDEM_FUZZ_SANITIZED
+  // A sanitizer's report ends the process without our report: name the case to reproduce.
+  __sanitizer_set_death_callback(
+      [] { std::fprintf(stderr, "fuzz_files: FAILURE: a sanitizer report in %s\n", g_case); });
+#endif
+  const std::vector<Target> all = targets();
+  std::vector<const Target*> chosen;
+  for (const Target& target : all) {
+    if (options.target.empty() || options.target == target.name) chosen.push_back(&target);
+  }
+  if (chosen.empty()) {
+    std::fprintf(stderr, "fuzz_files: no target named %s\n", options.target.c_str());
+    return 2;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/tandem-fuzz-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    std::perror("fuzz_files: mkdtemp");
+    return 2;
+  }
+  const fs::path work = pattern;
+  const Seeds seeds = write_seeds(work);
+  std::atomic<bool> done{false};
+  std::thread watchdog(watch, options.call_limit_ms, std::cref(done));
+
+  std::printf("fuzz_files: seed %llu, %s\n", static_cast<unsigned long long>(options.seed),
+              options.only >= 0 ? ("iteration " + std::to_string(options.only)).c_str()
+              : options.iterations >= 0
+                  ? (std::to_string(options.iterations) + " iterations").c_str()
+                  : (std::to_string(options.seconds) + " s").c_str());
+  std::fflush(stdout);
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> outcomes;  // name: values, errors
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.seconds * 1000));
+  std::int64_t iteration = options.only >= 0 ? options.only : 0;
+  int status = 0;
+  for (;; ++iteration) {
+    if (options.only >= 0 && iteration > options.only) break;
+    if (options.only < 0 && options.iterations >= 0 && iteration >= options.iterations) break;
+    if (options.only < 0 && options.iterations < 0 &&
+        std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+    Rng rng(options.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(iteration));
+    const Target& target = *chosen[below(rng, chosen.size())];
+    std::snprintf(g_case, sizeof g_case,
+                  "%s, iteration %lld (reproduce: --seed %llu --only %lld%s%s)", target.name,
+                  static_cast<long long>(iteration), static_cast<unsigned long long>(options.seed),
+                  static_cast<long long>(iteration), options.target.empty() ? "" : " --target ",
+                  options.target.c_str());
+    std::size_t size = 0;
+    try {
+      target.run(seeds, work, rng, size, [&] { arm(size); });
+      disarm();
+      ++outcomes[target.name].first;
+    } catch (const tandem::Error& e) {
+      disarm();
+      if (std::strncmp(e.what(), "tandem", 6) != 0) {
+        std::fprintf(stderr, "fuzz_files: FAILURE: an unclear error \"%s\" in %s\n", e.what(),
+                     g_case);
+        status = 1;
+        break;
+      }
+      ++outcomes[target.name].second;
+      if (options.show_errors) std::printf("%s: %.300s\n", target.name, e.what());
+    } catch (const std::exception& e) {
+      disarm();
+      std::fprintf(stderr, "fuzz_files: FAILURE: not a tandem::Error but \"%s\" in %s\n", e.what(),
+                   g_case);
+      status = 1;
+      break;
+    }
+  }
+  done.store(true);
+  watchdog.join();
+  tandem::nd::waitall();
+  std::error_code ignored;
+  if (options.keep) {
+    std::printf("fuzz_files: the last input's files are in %s\n", work.c_str());
+  } else {
+    fs::remove_all(work, ignored);
+  }
+  for (const auto& [name, counts] : outcomes) {
+    std::printf("fuzz_files: %-20s %8lld values, %8lld errors\n", name.c_str(),
+                static_cast<long long>(counts.first), static_cast<long long>(counts.second));
+  }
+  std::printf("fuzz_files: %s after %lld iterations (reproduce: --seed %llu --iterations %lld)\n",
+              status == 0 ? "passed" : "FAILED", static_cast<long long>(iteration),
+              static_cast<unsigned long long>(options.seed), static_cast<long long>(iteration));
+  return status;
+}
