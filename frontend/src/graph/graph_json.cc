@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "io/shape_limits.h"
+#include "core/shape_limits.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd::detail {

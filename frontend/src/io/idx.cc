@@ -6,11 +6,11 @@
 #include <cstring>
 #include <limits>
 
+#include "core/shape_limits.h"
 #include "io/byte_order.h"
 #include "io/byte_reader.h"
 #include "io/file_bytes.h"
 #include "io/gunzip.h"
-#include "io/shape_limits.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/idx.h"
 #include "tandem/ops/convert.h"

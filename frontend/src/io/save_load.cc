@@ -13,11 +13,11 @@
 #include <cstring>
 #include <set>
 
+#include "core/shape_limits.h"
 #include "io/byte_order.h"
 #include "io/byte_reader.h"
 #include "io/crc32.h"
 #include "io/file_bytes.h"
-#include "io/shape_limits.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/save_load.h"
 

@@ -1,4 +1,5 @@
-// shape_fits: whether a shape read from a file can be an array's shape.
+// shape_fits: whether a shape read from a file can be an array's shape (core: the array file
+// and IDX readers in io/ and the graph reader in graph/ all use it).
 #pragma once
 
 #include <cstdint>
