@@ -196,13 +196,8 @@ void batch_norm_forward(const ArrayView& x, const ArrayView& gamma, const ArrayV
                         const ArrayView& saved_inv_std, double momentum, double eps,
                         tandem::Stream& stream) {
   const char* op = "batch_norm";
-  const BatchNormGeometry g = batch_norm_geometry(op, {{"x", &x}, {"y", &y}},
-                                                  {{"gamma", &gamma},
-                                                   {"beta", &beta},
-                                                   {"running_mean", &running_mean},
-                                                   {"running_var", &running_var},
-                                                   {"saved_mean", &saved_mean},
-                                                   {"saved_inv_std", &saved_inv_std}});
+  const BatchNormGeometry g = batch_norm_forward_geometry(x, gamma, beta, running_mean, running_var,
+                                                          y, saved_mean, saved_inv_std);
   if (g.per_channel() == 0 || g.channels == 0) return;
   check_channels(op, g);
   Launch launch(stream, op);
@@ -225,12 +220,8 @@ void batch_norm_backward(const ArrayView& x, const ArrayView& dy, const ArrayVie
                          const ArrayView& dx, const ArrayView& dgamma, const ArrayView& dbeta,
                          tandem::Stream& stream) {
   const char* op = "batch_norm_backward";
-  const BatchNormGeometry g = batch_norm_geometry(op, {{"x", &x}, {"dy", &dy}, {"dx", &dx}},
-                                                  {{"gamma", &gamma},
-                                                   {"saved_mean", &saved_mean},
-                                                   {"saved_inv_std", &saved_inv_std},
-                                                   {"dgamma", &dgamma},
-                                                   {"dbeta", &dbeta}});
+  const BatchNormGeometry g =
+      batch_norm_backward_geometry(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
   if (g.per_channel() == 0 || g.channels == 0) return;
   check_channels(op, g);
   Launch launch(stream, op);

@@ -8,6 +8,7 @@
 #include "core/invoke.h"
 #include "core/op_definition.h"
 #include "core/view_op.h"
+#include "ops/size2d_attrs.h"
 #include "tandem/errors.h"
 #include "tandem/nd/reduce.h"
 
@@ -127,29 +128,15 @@ detail::OpGradient conv2d_gradient(const detail::OpCall& c) {
   return gradient;
 }
 
-void write_size2d(detail::OpAttrWriter& out, const char* key, const Size2d& size) {
-  const std::int64_t values[2] = {size.h, size.w};
-  out.integers(key, values);
-}
-
-Size2d read_size2d(const detail::OpAttrReader& attrs, const char* key) {
-  const std::vector<std::int64_t> values = attrs.integers(key);
-  if (values.size() != 2) {
-    fail("conv2d", std::string("attribute '") + key + "' must be [h, w], got " +
-                       std::to_string(values.size()) + " values");
-  }
-  return Size2d{values[0], values[1]};
-}
-
 const detail::OpDefinition kConv2d{
     .name = "conv2d",
     .num_inputs = -1,  // x, weight and an optional bias: checked by the import
     .write_attrs =
         [](const detail::OpCall& c, detail::OpAttrWriter& out) {
           const Conv2dOptions& options = detail::attrs_of<Conv2dOptions>(c);
-          write_size2d(out, "stride", options.stride);
-          write_size2d(out, "padding", options.padding);
-          write_size2d(out, "dilation", options.dilation);
+          detail::write_size2d(out, "stride", options.stride);
+          detail::write_size2d(out, "padding", options.padding);
+          detail::write_size2d(out, "dilation", options.dilation);
           out.integer("groups", options.groups);
         },
     .import =
@@ -158,9 +145,9 @@ const detail::OpDefinition kConv2d{
             throw Error("tandem: conv2d takes 2 or 3 inputs (x, weight, bias), got " +
                         std::to_string(in.size()));
           }
-          const Conv2dOptions options{.stride = read_size2d(attrs, "stride"),
-                                      .padding = read_size2d(attrs, "padding"),
-                                      .dilation = read_size2d(attrs, "dilation"),
+          const Conv2dOptions options{.stride = detail::read_size2d(attrs, "stride", "conv2d"),
+                                      .padding = detail::read_size2d(attrs, "padding", "conv2d"),
+                                      .dilation = detail::read_size2d(attrs, "dilation", "conv2d"),
                                       .groups = attrs.integer("groups")};
           return in.size() == 3 ? conv2d(in[0], in[1], in[2], options)
                                 : conv2d(in[0], in[1], options);

@@ -9,6 +9,7 @@
 #include "core/invoke.h"
 #include "core/op_definition.h"
 #include "core/view_op.h"
+#include "ops/size2d_attrs.h"
 #include "tandem/errors.h"
 
 namespace tandem::nd {
@@ -86,33 +87,19 @@ detail::OpGradient pool_gradient(const detail::OpCall& c) {
   return gradient;
 }
 
-void write_size2d(detail::OpAttrWriter& out, const char* key, const Size2d& size) {
-  const std::int64_t values[2] = {size.h, size.w};
-  out.integers(key, values);
-}
-
-Size2d read_size2d(const detail::OpAttrReader& attrs, const char* key) {
-  const std::vector<std::int64_t> values = attrs.integers(key);
-  if (values.size() != 2) {
-    fail("pool2d", std::string("attribute '") + key + "' must be [h, w], got " +
-                       std::to_string(values.size()) + " values");
-  }
-  return Size2d{values[0], values[1]};
-}
-
 void write_pool_attrs(const detail::OpCall& c, detail::OpAttrWriter& out) {
   const PoolAttrs& attrs = detail::attrs_of<PoolAttrs>(c);
   if (attrs.global) return;
-  write_size2d(out, "kernel", attrs.options.kernel);
-  write_size2d(out, "stride", attrs.options.stride);
-  write_size2d(out, "padding", attrs.options.padding);
+  detail::write_size2d(out, "kernel", attrs.options.kernel);
+  detail::write_size2d(out, "stride", attrs.options.stride);
+  detail::write_size2d(out, "padding", attrs.options.padding);
   out.boolean("count_include_pad", attrs.options.count_include_pad);
 }
 
 Pool2dOptions read_pool_options(const detail::OpAttrReader& attrs) {
-  return Pool2dOptions{.kernel = read_size2d(attrs, "kernel"),
-                       .stride = read_size2d(attrs, "stride"),
-                       .padding = read_size2d(attrs, "padding"),
+  return Pool2dOptions{.kernel = detail::read_size2d(attrs, "kernel", "pool2d"),
+                       .stride = detail::read_size2d(attrs, "stride", "pool2d"),
+                       .padding = detail::read_size2d(attrs, "padding", "pool2d"),
                        .count_include_pad = attrs.boolean("count_include_pad")};
 }
 

@@ -57,4 +57,32 @@ inline BatchNormGeometry batch_norm_geometry(
   return g;
 }
 
+// The forward's and the backward's operands, named as the kernels.h rows name them.
+inline BatchNormGeometry batch_norm_forward_geometry(
+    const ArrayView& x, const ArrayView& gamma, const ArrayView& beta,
+    const ArrayView& running_mean, const ArrayView& running_var, const ArrayView& y,
+    const ArrayView& saved_mean, const ArrayView& saved_inv_std) {
+  return batch_norm_geometry("batch_norm", {{"x", &x}, {"y", &y}},
+                             {{"gamma", &gamma},
+                              {"beta", &beta},
+                              {"running_mean", &running_mean},
+                              {"running_var", &running_var},
+                              {"saved_mean", &saved_mean},
+                              {"saved_inv_std", &saved_inv_std}});
+}
+
+inline BatchNormGeometry batch_norm_backward_geometry(const ArrayView& x, const ArrayView& dy,
+                                                      const ArrayView& gamma,
+                                                      const ArrayView& saved_mean,
+                                                      const ArrayView& saved_inv_std,
+                                                      const ArrayView& dx, const ArrayView& dgamma,
+                                                      const ArrayView& dbeta) {
+  return batch_norm_geometry("batch_norm_backward", {{"x", &x}, {"dy", &dy}, {"dx", &dx}},
+                             {{"gamma", &gamma},
+                              {"saved_mean", &saved_mean},
+                              {"saved_inv_std", &saved_inv_std},
+                              {"dgamma", &dgamma},
+                              {"dbeta", &dbeta}});
+}
+
 }  // namespace tandem::ops
