@@ -13,6 +13,8 @@
 #                                   # device", exit 0. On a lent GPU machine scripts/gpu-check.sh
 #                                   # runs it from the bundle.
 #   bench/run.sh distributed --quick    # 1, 2, 4 MPI ranks: lenet_bn throughput, allreduce cost
+#   bench/run.sh soak [--quick]     # 10^8 mixed ops (--quick: 10^7; SOAK_OPS=N): vars alive, RSS
+#                                   # and throughput over time, into bench/results/soak.json
 #   bench/run.sh all                # engine, frontend, overlap and training
 #   BENCH_NOTE="..." bench/run.sh engine   # a remark shown with the results (e.g. a local patch)
 #   TASKFLOW_DIR=/path/to/taskflow bench/run.sh engine   # adds Taskflow as a peer of the engine
@@ -26,7 +28,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: bench/run.sh engine|frontend|overlap|training|multi_device|graph|gpu|distributed|all [--quick]" >&2
+  echo "usage: bench/run.sh engine|frontend|overlap|training|multi_device|graph|gpu|distributed|soak|all [--quick]" >&2
   exit 2
 }
 
@@ -40,7 +42,7 @@ for arg in "$@"; do
     *) usage ;;
   esac
 done
-case $suite in engine | frontend | overlap | training | multi_device | graph | gpu | distributed | all) ;; *) usage ;; esac
+case $suite in engine | frontend | overlap | training | multi_device | graph | gpu | distributed | soak | all) ;; *) usage ;; esac
 
 # The gpu suite needs a GPU: without one there is nothing to build or measure.
 if [[ $suite == gpu ]] && ! nvidia-smi -L > /dev/null 2>&1; then
@@ -240,6 +242,17 @@ run_distributed() {
   echo "run.sh: distributed records in $out"
 }
 
+# The soak run (bench/soak/soak.cc): a mixed workload sampled 40 times; docs/benchmarks.md
+# ("Soak") quotes bench/results/soak.json by hand.
+run_soak() {
+  cmake --build "$build" --target tandem_soak -j "$jobs" >&2 || return 1
+  local ops=${SOAK_OPS:-100000000}
+  [[ ${#quick[@]} -eq 0 ]] || ops=${SOAK_OPS:-10000000}
+  mkdir -p "$results"
+  echo "run.sh: tandem_soak --ops $ops --samples 40 --json bench/results/soak.json (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  "$build/bench/tandem_soak" --ops "$ops" --samples 40 --json "$results/soak.json"
+}
+
 cd "$repo"
 if [[ $suite == distributed ]]; then
   run_distributed
@@ -253,6 +266,10 @@ if [[ $suite == training || $suite == multi_device || $suite == all ]] && [[ ! -
 fi
 
 status=0
+if [[ $suite == soak ]]; then
+  run_soak
+  exit $?
+fi
 if [[ $suite == all ]]; then
   for name in engine frontend overlap training multi_device graph; do run_suite "$name" || status=1; done
 else

@@ -154,7 +154,13 @@ TEST_SUITE("frontend.nn_tools") {
         std::make_shared<nn::MultiFactorScheduler>(0.5, std::vector<long>{2}, 0.1));
     std::vector<double> rates;
     for (int step = 0; step < 4; ++step) {
-      shared->grad(cpu()).assign(1.0);
+      // A gradient of 1 from a backward (one written by hand would be stale to the Trainer).
+      nd::NDArray loss;
+      {
+        auto recording = autograd::record();
+        loss = nd::sum(shared->data());
+      }
+      loss.backward();
       trainer.step(1);
       rates.push_back(trainer.learning_rate());
     }

@@ -2,7 +2,8 @@
 // the weights into NaN refused by the optimizers with the value named; a parameter cast after the
 // Trainer's first step named with its state; allreduce refusing arrays that share memory; the
 // Xavier message giving the rank; astype's float-to-integer rule (NaN -> 0, saturation). The
-// ignored label's zero gradient is in network_test.cc and tests/ops/softmax_test.cc.
+// ignored label's zero gradient is in network_test.cc and tests/ops/softmax_test.cc. Stale
+// gradients refused by Trainer::step unless ignore_stale_grad (then skipped).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -88,6 +89,138 @@ TEST_SUITE("frontend.outside_defects") {
     const NDArray x = nd::from_vector(std::vector<double>{std::nan(""), 1e300, -1e300, -2.7});
     const auto v = x.astype(nd::int32).to_vector<double>();
     CHECK(v == std::vector<double>{0, 2147483647, -2147483648.0, -2});
+  }
+
+  // A network of two heads over one input: y = a(x) and z = b(x); the loss may use one or both.
+  struct TwoHeads {
+    nn::Dense a{2, nn::ActivationType::none, {.in_units = 3}};
+    nn::Dense b{2, nn::ActivationType::none, {.in_units = 3}};
+    nn::ParameterDict params;
+    std::vector<std::shared_ptr<nn::Parameter>> list;  // a.weight, a.bias, b.weight, b.bias
+    explicit TwoHeads(const std::vector<Device>& devices = {cpu()}) {
+      a.initialize(nn::Xavier(), devices);
+      b.initialize(nn::Xavier(), devices);
+      for (auto [block, prefix] : {std::pair<nn::Block*, std::string>{&a, "a."}, {&b, "b."}}) {
+        for (const auto& entry : block->collect_params()) {
+          entry.second->set_name(prefix + entry.first);
+          params.add(entry.second);
+          list.push_back(entry.second);
+        }
+      }
+    }
+    // Forward and backward on `device`'s copies, through head a, and through b when `use_b`.
+    void backward(bool use_b, Device device = cpu()) {
+      const NDArray x = nd::ones({4, 3}).copyto(device);
+      NDArray loss;
+      {
+        auto recording = ag::record();
+        loss = nd::sum(a(x));
+        if (use_b) loss = loss + nd::sum(b(x));
+      }
+      loss.backward();
+    }
+  };
+
+  std::vector<double> values_of(const nn::Parameter& parameter) {
+    return parameter.list_data()[0].to_vector<double>();
+  }
+
+  TEST_CASE("Trainer::step refuses a stale gradient, naming the parameter and the device") {
+    TwoHeads net;
+    nn::Trainer trainer(net.params, nn::SGD(0.1));
+    // No backward at all yet.
+    check_error([&] { trainer.step(4); }, {"Trainer::step", "has not been written by backward()",
+                                           "no backward yet", "ignore_stale_grad"});
+    net.backward(true);
+    trainer.step(4);
+    // A second step without a backward in between: refused before anything is queued.
+    const std::vector<double> before = values_of(*net.list[0]);
+    check_error([&] { trainer.step(4); }, {"parameter 'a.", "on cpu(0)", "(step 1)"});
+    CHECK(values_of(*net.list[0]) == before);
+    CHECK(trainer.steps() == 1);
+    // Head b took no part in this forward: named, and head a is not updated either.
+    net.backward(false);
+    check_error([&] { trainer.step(4); }, {"parameter 'b."});
+    CHECK(values_of(*net.list[0]) == before);
+    // update() (no cross-device sum) checks the same.
+    check_error([&] { trainer.update(4); }, {"Trainer::update", "parameter 'b."});
+    // A gradient written by hand is not a backward's.
+    for (const auto& parameter : net.list)
+      parameter->list_grad()[0].assign(nd::zeros(parameter->shape()));
+    check_error([&] { trainer.step(4); }, {"parameter 'b."});
+  }
+
+  TEST_CASE("ignore_stale_grad updates only the parameters backward reached") {
+    TwoHeads net;
+    TwoHeads reference;  // the same weights, trained on head a alone
+    for (std::size_t i = 0; i < net.list.size(); ++i)
+      reference.list[i]->set_data(net.list[i]->data());
+    nn::Trainer trainer(net.params, nn::SGD(0.1, 0.9));
+    nn::ParameterDict a_only;
+    a_only.add(reference.list[0]);
+    a_only.add(reference.list[1]);
+    nn::Trainer a_trainer(a_only, nn::SGD(0.1, 0.9));
+    const std::vector<double> b_weight = values_of(*net.list[2]);
+    for (int step = 0; step < 3; ++step) {
+      net.backward(false);
+      trainer.step(4, {.ignore_stale_grad = true});
+      reference.backward(false);
+      a_trainer.step(4);
+    }
+    CHECK(trainer.steps() == 3);
+    CHECK(values_of(*net.list[0]) == values_of(*reference.list[0]));
+    CHECK(values_of(*net.list[1]) == values_of(*reference.list[1]));
+    CHECK(values_of(*net.list[2]) == b_weight);  // head b left alone
+    // Once b takes part, it is updated (and stale again the step after, unless used).
+    net.backward(true);
+    trainer.step(4);
+    CHECK(values_of(*net.list[2]) != b_weight);
+  }
+
+  TEST_CASE("stale gradients with copies on two devices, summed at step or during backward") {
+    for (const nn::GradientExchangeMode mode :
+         {nn::GradientExchangeMode::at_step, nn::GradientExchangeMode::during_backward}) {
+      CAPTURE(static_cast<int>(mode));
+      TwoHeads net({sim(0), sim(1)});
+      nn::Trainer trainer(net.params, nn::SGD(0.1), {.exchange = mode});
+      // Backward on both devices' copies through both heads: fine.
+      net.backward(true, sim(0));
+      net.backward(true, sim(1));
+      trainer.step(8);
+      // Only sim(0)'s copies got a gradient: the sim(1) copy is named.
+      net.backward(true, sim(0));
+      check_error([&] { trainer.step(8); }, {"parameter 'a.", "on sim(1)"});
+      net.backward(true, sim(1));  // what the message asks for: then the step goes through
+      trainer.step(8);
+      // Skipped: head b (unused on both devices) keeps its weights and its stale gradient is not
+      // summed across the copies.
+      const std::vector<double> b_gradient = net.list[2]->list_grad()[0].to_vector<double>();
+      const std::vector<double> b_weight = values_of(*net.list[2]);
+      net.backward(false, sim(0));
+      net.backward(false, sim(1));
+      trainer.step(8, {.ignore_stale_grad = true});
+      CHECK(values_of(*net.list[2]) == b_weight);
+      CHECK(net.list[2]->list_grad()[0].to_vector<double>() == b_gradient);
+      CHECK(net.list[0]->list_data()[0].to_vector<double>() ==
+            net.list[0]->list_data()[1].to_vector<double>());
+    }
+  }
+
+  TEST_CASE("grad_req add: several backwards, one step; then stale until the next backward") {
+    nn::Dense dense(2, nn::ActivationType::none, {.in_units = 3});
+    dense.initialize(nn::Xavier());
+    for (const auto& entry : dense.collect_params()) entry.second->set_grad_req(nn::GradReq::add);
+    nn::Trainer trainer(dense.collect_params(), nn::SGD(0.1));
+    for (int i = 0; i < 2; ++i) {
+      NDArray loss;
+      {
+        auto recording = ag::record();
+        loss = nd::sum(dense(nd::ones({4, 3})));
+      }
+      loss.backward();
+    }
+    trainer.step(8);
+    check_error([&] { trainer.step(8); }, {"has not been written by backward()"});
   }
 }
 

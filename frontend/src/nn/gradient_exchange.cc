@@ -1,6 +1,7 @@
 // GradientExchange: per-step counts of finished gradient copies, and the sums they trigger.
 #include "tandem/nn/gradient_exchange.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -333,10 +334,11 @@ GradientExchange::GradientExchange(std::vector<std::shared_ptr<Parameter>> param
 
 GradientExchange::~GradientExchange() = default;
 
-void GradientExchange::finish() {
+void GradientExchange::finish(const std::vector<const Parameter*>& skipped) {
   const std::lock_guard<std::mutex> lock(state_->mutex);
   for (State::Slot& slot : state_->slots) {
     const Parameter& parameter = *slot.parameter;
+    if (std::find(skipped.begin(), skipped.end(), &parameter) != skipped.end()) continue;
     if (!slot.summed && parameter.grad_req() != GradReq::null && parameter.initialized() &&
         parameter.devices().size() > 1) {
       State::sum(slot);

@@ -128,13 +128,26 @@ void Parameter::attach_gradients() {
   handles_epoch_counter().fetch_add(1, std::memory_order_acq_rel);
   if (options_.grad_req == GradReq::null) return;
   if (!gradient_ready_) gradient_ready_ = std::make_shared<GradientReadyCallback>();  // moved from
+  gradient_deliveries_ = std::make_shared<std::vector<std::atomic<std::uint64_t>>>(data_.size());
   for (std::size_t i = 0; i < data_.size(); ++i) {
     data_[i].attach_grad(options_.grad_req);
-    autograd::add_gradient_ready_hook(data_[i],
-                                      [callback = gradient_ready_, i](const nd::NDArray&) {
-                                        if (*callback) (*callback)(i);
-                                      });
+    autograd::add_gradient_ready_hook(
+        data_[i],
+        [callback = gradient_ready_, deliveries = gradient_deliveries_, i](const nd::NDArray&) {
+          (*deliveries)[i].fetch_add(1, std::memory_order_relaxed);
+          if (*callback) (*callback)(i);
+        });
   }
+}
+
+std::uint64_t Parameter::gradient_deliveries(std::size_t copy) const {
+  if (gradient_deliveries_ == nullptr || copy >= gradient_deliveries_->size()) {
+    throw Error("tandem: Parameter '" + name_ + "': gradient_deliveries(" + std::to_string(copy) +
+                "): the parameter has " +
+                std::to_string(gradient_deliveries_ ? gradient_deliveries_->size() : 0) +
+                " copies with a gradient");
+  }
+  return (*gradient_deliveries_)[copy].load(std::memory_order_relaxed);
 }
 
 void Parameter::set_gradient_ready_callback(GradientReadyCallback callback) {

@@ -16,7 +16,7 @@ Trainer::Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimiz
   std::vector<std::shared_ptr<Parameter>> trained;
   for (const ParameterDict::Entry& entry : params) {
     if (entry.second->grad_req() == GradReq::null) continue;
-    slots_.push_back(Slot{entry.second, {}, false});
+    slots_.push_back(Slot{entry.second, {}, false, 0, {}});
     trained.push_back(entry.second);
   }
   if (options.exchange == GradientExchangeMode::during_backward) {
@@ -54,13 +54,22 @@ void Trainer::check_ready(std::int64_t batch_size) const {
 }
 
 void Trainer::allreduce_grads() {
+  sum_gradients(std::vector<bool>(slots_.size(), false));
+}
+
+void Trainer::sum_gradients(const std::vector<bool>& skipped) {
   if (exchange_) {
-    exchange_->finish();
+    std::vector<const Parameter*> skipped_parameters;
+    for (std::size_t s = 0; s < slots_.size(); ++s) {
+      if (skipped[s]) skipped_parameters.push_back(slots_[s].parameter.get());
+    }
+    exchange_->finish(skipped_parameters);
     return;
   }
   auto paused = autograd::pause();
-  for (Slot& slot : slots_) {
-    if (slot.parameter->grad_req() == GradReq::null) continue;
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    const Slot& slot = slots_[s];
+    if (skipped[s] || slot.parameter->grad_req() == GradReq::null) continue;
     if (slot.parameter->devices().size() > 1) nd::allreduce(slot.parameter->list_grad());
     if (!cross_process_) continue;
     for (nd::NDArray gradient : slot.parameter->list_grad()) cross_process_->sum_in_place(gradient);
@@ -86,23 +95,60 @@ void Trainer::check_state(const Parameter& parameter, const nd::NDArray& weight,
   }
 }
 
-void Trainer::step(std::int64_t batch_size) {
-  check_ready(batch_size);
-  allreduce_grads();
-  update(batch_size);
+std::vector<bool> Trainer::stale_slots(const char* call, const StepOptions& options) const {
+  std::vector<bool> stale(slots_.size(), false);
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    const Slot& slot = slots_[s];
+    const Parameter& parameter = *slot.parameter;
+    if (parameter.grad_req() == GradReq::null) continue;  // frozen since construction
+    const bool same_generation = slot.seen_generation == parameter.handles_generation();
+    for (std::size_t i = 0; i < parameter.devices().size(); ++i) {
+      const std::uint64_t seen =
+          same_generation && i < slot.seen_deliveries.size() ? slot.seen_deliveries[i] : 0;
+      if (parameter.gradient_deliveries(i) > seen) continue;
+      stale[s] = true;
+      if (options.ignore_stale_grad && !cross_process_) break;
+      throw Error(
+          std::string("tandem: Trainer::") + call + ": the gradient of parameter '" +
+          parameter.name() + "' on " + to_string(parameter.devices()[i]) +
+          " has not been written by backward() since the last update (" +
+          (steps_ == 0 ? std::string("no backward yet") : "step " + std::to_string(steps_)) +
+          "): the parameter took no part in the forward, or backward was not called. " +
+          (cross_process_
+               ? std::string("Across processes every process must update every parameter: "
+                             "leave the unused parameters out of the Trainer")
+               : std::string("To update only the parameters this step used, pass "
+                             "{.ignore_stale_grad = true}")));
+    }
+  }
+  return stale;
 }
 
-void Trainer::update(std::int64_t batch_size) {
+void Trainer::step(std::int64_t batch_size, StepOptions options) {
   check_ready(batch_size);
+  // Before the sums: they write the gradients, but are not what makes one fresh.
+  const std::vector<bool> stale = stale_slots("step", options);
+  sum_gradients(stale);
+  update_slots(batch_size, stale);
+}
+
+void Trainer::update(std::int64_t batch_size, StepOptions options) {
+  check_ready(batch_size);
+  const std::vector<bool> stale = stale_slots("update", options);
   if (exchange_) exchange_->start_next_step();
+  update_slots(batch_size, stale);
+}
+
+void Trainer::update_slots(std::int64_t batch_size, const std::vector<bool>& skipped) {
   broadcast_new_parameters();
   auto paused = autograd::pause();
   const double processes = cross_process_ ? static_cast<double>(cross_process_->size()) : 1.0;
   optimizer_->set_rescale_grad(1.0 / (static_cast<double>(batch_size) * processes));
   if (lr_scheduler_) optimizer_->set_learning_rate(lr_scheduler_->learning_rate(steps_));
   ++steps_;
-  for (Slot& slot : slots_) {
-    if (slot.parameter->grad_req() == GradReq::null) continue;  // frozen since construction
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    Slot& slot = slots_[s];
+    if (skipped[s] || slot.parameter->grad_req() == GradReq::null) continue;
     std::vector<nd::NDArray> weights = slot.parameter->list_data();
     const std::vector<nd::NDArray> grads = slot.parameter->list_grad();
     if (slot.states.size() != weights.size()) {
@@ -120,6 +166,10 @@ void Trainer::update(std::int64_t batch_size) {
                     "' on " + to_string(weights[i].device()) + " with " + optimizer_->name() + ")");
       }
     }
+    slot.seen_generation = slot.parameter->handles_generation();
+    slot.seen_deliveries.resize(weights.size());
+    for (std::size_t i = 0; i < weights.size(); ++i)
+      slot.seen_deliveries[i] = slot.parameter->gradient_deliveries(i);
   }
 }
 

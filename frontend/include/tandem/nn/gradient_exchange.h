@@ -98,8 +98,9 @@ class GradientExchange {
   // The callbacks stay installed but do nothing once the exchange is gone.
   ~GradientExchange();
 
-  // Pushes the sums not pushed during backward and starts the next step.
-  void finish();
+  // Pushes the sums not pushed during backward and starts the next step. The parameters in
+  // `skipped` (stale this step: Trainer's ignore_stale_grad) are not summed.
+  void finish(const std::vector<const Parameter*>& skipped = {});
   // Starts the next step without pushing anything (Trainer::update, for callers that sum the
   // rest themselves).
   void start_next_step();

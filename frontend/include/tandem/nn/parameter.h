@@ -15,6 +15,7 @@
 // shape, which layers do at their first forward ("deferred initialization").
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -101,6 +102,11 @@ class Parameter {
   // nn::Trainer's exchange during backward is built on it.
   using GradientReadyCallback = std::function<void(std::size_t copy)>;
   void set_gradient_ready_callback(GradientReadyCallback callback);
+  // How many times a backward() has written the gradient of copy `copy` (an index into
+  // devices()) since the gradients were last attached (0 again with every new
+  // handles_generation()). nn::Trainer compares it with what it saw at its last update to tell
+  // a fresh gradient from a stale one; a gradient written by hand does not count.
+  std::uint64_t gradient_deliveries(std::size_t copy) const;
 
   // How many times the parameter has replaced its array handles (initialize, set_grad_req,
   // cast: each gives the copies new autograd leaves). A hybridized block's recordings name the
@@ -128,6 +134,8 @@ class Parameter {
   // keeps its leaf alive): they call it only while it is set.
   std::shared_ptr<GradientReadyCallback> gradient_ready_ =
       std::make_shared<GradientReadyCallback>();
+  // One count per copy, made anew with every attach (the old hooks keep counting into theirs).
+  std::shared_ptr<std::vector<std::atomic<std::uint64_t>>> gradient_deliveries_;
 };
 
 }  // namespace tandem::nn

@@ -65,6 +65,18 @@ struct TrainerOptions {
   std::shared_ptr<CrossProcessReducer> cross_process = nullptr;
 };
 
+// What a step does beside the update (Gluon's Trainer.step keyword arguments).
+struct StepOptions {
+  // A parameter copy whose gradient no backward() has written since this Trainer's last update
+  // is stale: the parameter was not used by this step's forward (a subset of the network), or
+  // backward was not called. By default step() and update() refuse it, naming the parameter and
+  // the device, before queuing anything (MXNet's Trainer does the same). With
+  // ignore_stale_grad, a parameter with a stale copy is left alone in this step: not summed
+  // across devices, not updated, its optimizer state untouched. Not available across processes
+  // (every process must update the same parameters), where a stale parameter is always an error.
+  bool ignore_stale_grad = false;
+};
+
 class Trainer {
  public:
   Trainer(const ParameterDict& params, std::shared_ptr<Optimizer> optimizer,
@@ -74,11 +86,14 @@ class Trainer {
       : Trainer(params, std::make_shared<O>(std::move(optimizer)), options) {}
 
   // One update of every parameter with a gradient. Throws tandem::Error (before queuing
-  // anything) when batch_size < 1 or a parameter is not initialized.
-  void step(std::int64_t batch_size);
+  // anything) when batch_size < 1, a parameter is not initialized, or a gradient is stale (see
+  // StepOptions).
+  //   trainer.step(64);                               // every parameter took part
+  //   trainer.step(64, {.ignore_stale_grad = true});  // only those backward reached
+  void step(std::int64_t batch_size, StepOptions options = {});
   // step() without the cross-device sum (each copy updated from its own gradient), for
   // callers that reduce gradients themselves.
-  void update(std::int64_t batch_size);
+  void update(std::int64_t batch_size, StepOptions options = {});
   // Sums each parameter's gradients across its copies (what step does first); in
   // during_backward mode only those backward has not summed yet.
   void allreduce_grads();
@@ -134,8 +149,19 @@ class Trainer {
     std::shared_ptr<Parameter> parameter;
     std::vector<std::vector<nd::NDArray>> states;  // one per copy, created at the first update
     bool broadcast = false;  // cross_process: its weights were broadcast from process 0
+    // The parameter's gradient deliveries per copy at the last update, and the handles
+    // generation they count in (a new generation counts from 0).
+    std::uint64_t seen_generation = 0;
+    std::vector<std::uint64_t> seen_deliveries;
   };
   void check_ready(std::int64_t batch_size) const;
+  // The slots whose gradient is stale on some copy (none when every gradient is fresh); throws
+  // tandem::Error naming the first stale parameter unless options.ignore_stale_grad.
+  std::vector<bool> stale_slots(const char* call, const StepOptions& options) const;
+  // allreduce_grads() leaving out the skipped slots.
+  void sum_gradients(const std::vector<bool>& skipped);
+  // The pushes of update(), for the slots not skipped.
+  void update_slots(std::int64_t batch_size, const std::vector<bool>& skipped);
   // Throws tandem::Error naming the parameter when `state` no longer matches `weight`.
   void check_state(const Parameter& parameter, const nd::NDArray& weight,
                    const std::vector<nd::NDArray>& state) const;
