@@ -566,6 +566,35 @@ def render_generic(records, meta):
     return "\n".join(lines + table(keys, rows)).rstrip() + "\n"
 
 
+def render_soak(records, meta):
+    """bench/soak/soak.cc's report: one run's fit and a few of its samples."""
+    lines = provenance(meta)
+    if not isinstance(records, dict) or "samples" not in records:
+        return "\n".join(lines + ["*No records.*"]) + "\n"
+    r = records
+    mib = 1024.0 * 1024.0
+    lines += table(
+        ["ops", "rounds", "seconds", "vars alive (2nd half)", "RSS slope (KiB / 10^6 ops)",
+         "RSS growth, 2nd half (MiB)", "throughput last / 2nd window", "injected errors reported",
+         "other errors"],
+        [[fmt_cell(r["ops"]), fmt_cell(r["rounds"]), f"{r['seconds']:.0f}",
+          f"{r['vars_alive_min']}..{r['vars_alive_max']}",
+          f"{r['rss_slope_bytes_per_million_ops'] / 1024.0:.1f}",
+          f"{r['rss_growth_second_half_bytes'] / mib:.2f}",
+          f"{r['throughput_last_over_second_window']:.2f}",
+          fmt_cell(r["injected_failures_reported"]), fmt_cell(r["other_failures"])]])
+    samples = r["samples"]
+    step = max(1, len(samples) // 10)
+    picked = samples[::step]
+    if picked[-1] is not samples[-1]:
+        picked.append(samples[-1])
+    lines += [""] + table(
+        ["ops", "seconds", "vars alive", "RSS (MiB)", "ops/s in the window"],
+        [[fmt_cell(x["ops"]), f"{x['seconds']:.0f}", fmt_cell(x["vars_alive"]),
+          f"{x['rss_bytes'] / mib:.1f}", f"{x['ops_per_second']:.0f}"] for x in picked])
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def fmt_cell(value):
     if value is None:
         return "—"
@@ -739,6 +768,7 @@ RENDERERS = {
     "multi_device": render_multi_device,
     "graph": render_graph,
     "gpu": render_gpu,
+    "soak": render_soak,
 }
 
 

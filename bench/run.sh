@@ -242,15 +242,20 @@ run_distributed() {
   echo "run.sh: distributed records in $out"
 }
 
-# The soak run (bench/soak/soak.cc): a mixed workload sampled 40 times; docs/benchmarks.md
-# ("Soak") quotes bench/results/soak.json by hand.
+# The soak run (bench/soak/soak.cc): a mixed workload sampled 40 times, into
+# bench/results/soak.json and docs/benchmarks.md ("soak").
 run_soak() {
   cmake --build "$build" --target tandem_soak -j "$jobs" >&2 || return 1
   local ops=${SOAK_OPS:-100000000}
   [[ ${#quick[@]} -eq 0 ]] || ops=${SOAK_OPS:-10000000}
   mkdir -p "$results"
   echo "run.sh: tandem_soak --ops $ops --samples 40 --json bench/results/soak.json (load $(cut -d' ' -f1-3 /proc/loadavg))"
-  "$build/bench/tandem_soak" --ops "$ops" --samples 40 --json "$results/soak.json"
+  local started
+  started=$(date +%s)
+  "$build/bench/tandem_soak" --ops "$ops" --samples 40 --json "$results/soak.json" || return 1
+  python3 "$repo/bench/report.py" --record-run soak --command "bench/run.sh soak${quick:+ --quick}" \
+    --seconds $(($(date +%s) - started)) ${BENCH_NOTE:+--note "$BENCH_NOTE"}
+  python3 "$repo/bench/report.py"
 }
 
 cd "$repo"

@@ -184,6 +184,7 @@ class EngineFacade final : public Engine {
         "stand-in engine that runs their deletion inline and is never freed. Destroy arrays "
         "and delete vars before their engine.",
         owner_->engine_number, owner_->live_vars.load(std::memory_order_relaxed));
+    owner_->retired.store(true, std::memory_order_release);
     try {
       keep_forever(new EngineFacade(make_inline_core(config), owner_));
     } catch (...) {
@@ -340,6 +341,31 @@ Engine& Engine::owner(Var var) {
         "used after delete_var");
   }
   return *owner->engine.load(std::memory_order_acquire);
+}
+
+namespace {
+
+[[noreturn, gnu::noinline, gnu::cold]] void throw_no_owner(bool valid) {
+  if (!valid) throw Error("tandem: Engine::owner of an invalid (default-constructed) var");
+  throw Error(
+      "tandem: Engine::owner of a var that was deleted (delete_var); a var must not be used "
+      "after delete_var");
+}
+
+}  // namespace
+
+// owner() with its errors out of line: the front end asks it once or twice per op.
+Engine* Engine::owner_if_alive(Var var) {
+  if (!var.valid()) [[unlikely]]
+    throw_no_owner(false);
+  detail::VarState* state = var.state();
+  detail::VarOwner* owner = state->owner.load(std::memory_order_acquire);
+  if (owner == nullptr || state->generation.load(std::memory_order_relaxed) != var.generation())
+      [[unlikely]]
+    throw_no_owner(true);
+  if (owner->retired.load(std::memory_order_acquire)) [[unlikely]]
+    return nullptr;
+  return owner->engine.load(std::memory_order_acquire);
 }
 
 // --- RunContext and Completion -----------------------------------------------------------------

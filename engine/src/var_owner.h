@@ -28,6 +28,8 @@ struct VarOwner {
   const std::uint64_t engine_number;
   std::atomic<std::int64_t> live_vars{0};
   std::atomic<Engine*> engine{nullptr};
+  // Set (before `engine` names the stand-in) when the engine was destroyed with live vars.
+  std::atomic<bool> retired{false};
 
   VarOwner();
   VarOwner(const VarOwner&) = delete;

@@ -77,16 +77,22 @@ std::int64_t checked_num_elements(const Shape& shape, std::size_t element_bytes,
       throw Error(std::string("tandem: ") + op + ": shape " + shape.to_string() +
                   " has a negative dimension");
     }
-    if (dim == 0) has_zero = true;
-    if (!overflow && dim != 0 && n > limit / dim) overflow = true;
+    if (dim == 0) {  // n stays the product of the other dimensions: the strides'
+      has_zero = true;
+      continue;
+    }
+    if (!overflow && n > limit / dim) overflow = true;
     if (!overflow) n *= dim;
   }
-  if (has_zero) return 0;
+  // An empty shape is refused too when its other dimensions overflow: its strides are their
+  // products.
   if (overflow) {
     throw Error(std::string("tandem: ") + op + ": shape " + shape.to_string() +
-                " is too large: its size in bytes overflows a 64-bit integer");
+                (has_zero ? " is too large: its dimensions other than 0 multiply past a 64-bit "
+                            "integer (its strides would overflow)"
+                          : " is too large: its size in bytes overflows a 64-bit integer"));
   }
-  return n;
+  return has_zero ? 0 : n;
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {

@@ -85,6 +85,13 @@ TEST_SUITE("frontend.errors") {
         },
         {"zeros", "1073741824x1073741824x1073741824", "overflow"});
     check_error([] { nd::empty({std::int64_t{1} << 62}, nd::float64); }, {"empty", "overflow"});
+    // No element, but strides (products of the other dimensions) that overflow.
+    check_error(
+        [] {
+          nd::zeros({0, std::int64_t{1} << 62, std::int64_t{1} << 62});
+        },
+        {"zeros", "0x4611686018427387904x4611686018427387904", "strides would overflow"});
+    CHECK(nd::zeros({0, 1 << 20, 1 << 20}).size() == 0);  // empty and representable: fine
     check_error([] { nd::ones({2, -1}); }, {"ones", "negative"});
     check_error([] { nd::zeros({std::int64_t{1} << 50}); }, {"zeros", "more than"});
     check_error([] { nd::arange(0, 1e30, 1e-30); }, {"arange", "overflow"});

@@ -3,7 +3,8 @@
 // Trainer's first step named with its state; allreduce refusing arrays that share memory; the
 // Xavier message giving the rank; astype's float-to-integer rule (NaN -> 0, saturation). The
 // ignored label's zero gradient is in network_test.cc and tests/ops/softmax_test.cc. Stale
-// gradients refused by Trainer::step unless ignore_stale_grad (then skipped).
+// gradients refused by Trainer::step unless ignore_stale_grad (then skipped); an array used after
+// its private engine was destroyed.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "frontend_test_util.h"
 #include "tandem/nd/autograd.h"
+#include "tandem/nd/engine_scope.h"
 #include "tandem/nd/multi_device.h"
 #include "tandem/nd/network.h"
 #include "tandem/nn/nn.h"
@@ -221,6 +223,26 @@ TEST_SUITE("frontend.outside_defects") {
     }
     trainer.step(8);
     check_error([&] { trainer.step(8); }, {"has not been written by backward()"});
+  }
+
+  TEST_CASE("an array used after its private engine was destroyed: a clear error, not a crash") {
+    std::unique_ptr<Engine> engine = Engine::create(EngineConfig{.kind = EngineKind::threaded});
+    NDArray a;
+    {
+      nd::EngineScope scope(*engine);
+      a = nd::ones({2, 3}) + 1;
+    }
+    engine.reset();  // logs that a's var went to the stand-in
+    check_error([&] { (void)(a + 1); },
+                {"shape 2x3 float32 on cpu(0)", "after the engine it was made on", "destroyed"});
+    check_error([&] { a.wait_to_read(); },
+                {"shape 2x3 float32 on cpu(0)", "after the engine it was made on", "destroyed"});
+    check_error([&] { (void)a.to_vector<float>(); },
+                {"shape 2x3 float32 on cpu(0)", "after the engine it was made on", "destroyed"});
+    check_error([&] { a += 1; },
+                {"shape 2x3 float32 on cpu(0)", "after the engine it was made on", "destroyed"});
+    a = NDArray();  // dropping it is fine
+    CHECK((nd::ones({2}) + 1).to_vector<float>() == std::vector<float>{2, 2});
   }
 }
 

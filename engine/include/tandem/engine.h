@@ -133,6 +133,10 @@ class Engine {
   // object that may outlive its engine dies deletes it through this engine. Throws
   // tandem::Error for an invalid or deleted var.
   static Engine& owner(Var var);
+  // owner(var) while the engine whose new_var made `var` is alive; null once that engine was
+  // destroyed and its stand-in holds the var (the stand-in is there for deletes: code about to
+  // push or wait on such a var reports the destroyed engine instead). Throws as owner() does.
+  static Engine* owner_if_alive(Var var);
 
   virtual ~Engine() = default;
   Engine(const Engine&) = delete;

@@ -17,6 +17,10 @@ void check_defined(const char* op, const NDArray& array) {
 Engine& check_same_place(const char* op, std::initializer_list<const NDArray*> inputs) {
   const NDArray* first = *inputs.begin();
   check_defined(op, *first);
+  // One checked lookup per op (NDArray::engine() asks the var's owner whether the engine still
+  // exists); the other inputs compare the engine their storage was made on with it, and only a
+  // mismatch asks again, for the clearer message when that input's engine was destroyed.
+  Engine& engine = first->engine();
   for (const NDArray* other : inputs) {
     check_defined(op, *other);
     if (other->device() != first->device()) {
@@ -25,13 +29,14 @@ Engine& check_same_place(const char* op, std::initializer_list<const NDArray*> i
                   ". An op's inputs must all be on one device; move one with copyto() or "
                   "as_in_context() first");
     }
-    if (&other->engine() != &first->engine()) {
+    if (NDArrayAccess::storage(*other)->engine != &engine) {
+      (void)other->engine();  // throws for an input whose engine was destroyed
       throw Error(std::string("tandem: ") + op +
                   ": inputs belong to different engines; create them under the same "
                   "nd::EngineScope");
     }
   }
-  return first->engine();
+  return engine;
 }
 
 void check_same_dtype(const char* op, const NDArray& a, const NDArray& b) {

@@ -42,9 +42,28 @@ bool NDArray::is_contiguous() const {
   return ops::ArrayView{nullptr, dtype_, shape_, strides_}.is_contiguous();
 }
 
+namespace {
+
+// Cold and out of line: NDArray::engine() stays a few instructions on its hot path.
+[[noreturn, gnu::noinline, gnu::cold]] void throw_engine_destroyed(const Shape& shape, DType dtype,
+                                                                   Device device) {
+  throw Error("tandem: an array of shape " + shape.to_string() + " " + dtype_name(dtype) + " on " +
+              to_string(device) +
+              " is used after the engine it was made on (Engine::create, under "
+              "nd::EngineScope) was destroyed; only dropping it is allowed. Destroy a private "
+              "engine after its arrays");
+}
+
+}  // namespace
+
+// Through the var's owner, not `storage_->engine`: a private engine destroyed before its arrays
+// leaves that pointer dangling, while the var's owner knows it is gone.
 Engine& NDArray::engine() const {
   check_defined("engine", *this);
-  return *storage_->engine;
+  Engine* engine = Engine::owner_if_alive(storage_->var);
+  if (engine == nullptr) [[unlikely]]
+    throw_engine_destroyed(shape_, dtype_, storage_->device);
+  return *engine;
 }
 
 Var NDArray::var() const {
@@ -173,25 +192,25 @@ NDArray NDArray::T() const {
 void NDArray::wait_to_read() const {
   check_defined("wait_to_read", *this);
   throw_if_capturing("wait_to_read");
-  storage_->engine->wait_for_var(storage_->var);
+  engine().wait_for_var(storage_->var);
 }
 
 void NDArray::wait_to_write() const {
   check_defined("wait_to_write", *this);
   throw_if_capturing("wait_to_write");
-  storage_->engine->wait_to_write(storage_->var);
+  engine().wait_to_write(storage_->var);
 }
 
 void NDArray::wait_to_read(std::chrono::milliseconds timeout) const {
   check_defined("wait_to_read", *this);
   throw_if_capturing("wait_to_read");
-  storage_->engine->wait_for_var(storage_->var, timeout);
+  engine().wait_for_var(storage_->var, timeout);
 }
 
 void NDArray::wait_to_write(std::chrono::milliseconds timeout) const {
   check_defined("wait_to_write", *this);
   throw_if_capturing("wait_to_write");
-  storage_->engine->wait_to_write(storage_->var, timeout);
+  engine().wait_to_write(storage_->var, timeout);
 }
 
 void NDArray::read_into(void* destination, DType destination_dtype) const {

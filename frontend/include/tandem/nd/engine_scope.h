@@ -15,7 +15,8 @@
 //
 // An array that outlives its private engine can still be dropped safely: the engine hands its
 // vars to a stand-in when it is destroyed (see tandem/engine.h, Lifetime) and logs an error;
-// using such an array in a new op is a use-after-free. Arrays of the process-wide engine may
+// any other use (an op on it, a wait, reading it back) throws tandem::Error naming the array
+// and the destroyed engine. Arrays of the process-wide engine may
 // live anywhere, namespace scope included: that engine outlives them all.
 #pragma once
 
