@@ -15,8 +15,9 @@
 // TANDEM_WAKE_POINTS defined, where each TANDEM_WAKE_POINT(name) calls the test's at_wake_point
 // (a yield, a spin, a short sleep or nothing, at random), and runs millions of hand-offs under a
 // watchdog that fails on any op left waiting. In the engine library the macro is empty: the
-// release code is the same instruction for instruction. (The points live in cpu_executor.cc and
-// in ReadyFifo, which that file alone uses, so the test's copy is the only one that differs.)
+// library's code is what it was without the points (the disassembly of cpu_executor.o differs
+// only in two swapped spill slots). The points live in cpu_executor.cc and in ReadyFifo, which
+// that file alone uses, so the test's copy is the only code that differs.
 #pragma once
 
 #include <cstdint>

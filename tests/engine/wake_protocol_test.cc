@@ -163,10 +163,16 @@ class HandOffWatch {
   void pushed(std::uint64_t ops = 1) { pushed_.fetch_add(ops, std::memory_order_relaxed); }
   void ran() { ran_.fetch_add(1, std::memory_order_release); }
 
-  // Returns once every op counted by pushed() has run (the watch sees to it that they do).
+  // Returns once every op counted by pushed() has run (the watch sees to it that they do),
+  // those that ops push included: an op counts its children before it counts itself as run,
+  // so `ran` read first and then found equal to `pushed` means that no op is left running.
+  // (A target read once would let the test go on while a child's parent still runs.)
   void wait_until_all_ran() {
-    const std::uint64_t target = pushed_.load(std::memory_order_relaxed);
-    while (ran_.load(std::memory_order_acquire) < target) std::this_thread::yield();
+    for (;;) {
+      const std::uint64_t ran = ran_.load(std::memory_order_acquire);  // first, then pushed_
+      if (ran >= pushed_.load(std::memory_order_acquire)) return;
+      std::this_thread::yield();
+    }
   }
   std::uint64_t handed_off() const { return ran_.load(); }
   // Whether the test should go on: fewer than `limit` hand-offs, no more than a few lost (each
