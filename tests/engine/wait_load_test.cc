@@ -218,6 +218,7 @@ TEST_CASE("under load, TANDEM_WAIT_WARN_S reports name the stuck op, on time and
     config = loaded_config(tandem::EngineConfig::from_env());
   }
   REQUIRE(config.wait_warn_after == 1s);
+  config.log_level = "warn";  // whatever TANDEM_LOG_LEVEL says: the reports are warnings
   TestEngine engine(config);
   Watchdog watchdog("waits reported under load");
   auto captured = std::make_shared<std::ostringstream>();
