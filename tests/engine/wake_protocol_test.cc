@@ -45,6 +45,7 @@ using namespace tandem_test;
 
 constexpr std::size_t kPointCount = static_cast<std::size_t>(WakePoint::count);
 
+// In WakePoint's order (a point added there without a name here is "unnamed").
 const char* point_name(std::size_t point) {
   static constexpr std::array<const char*, kPointCount> kNames = {"submit_published",
                                                                   "fifo_linking",
@@ -60,7 +61,7 @@ const char* point_name(std::size_t point) {
                                                                   "successor_requeued",
                                                                   "lane_busy",
                                                                   "lane_before_park"};
-  return kNames[point];
+  return kNames[point] != nullptr ? kNames[point] : "unnamed";
 }
 
 // Whether the wake points perturb the threads, and how often each was reached. The counts are
