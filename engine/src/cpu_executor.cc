@@ -7,6 +7,7 @@
 #include "base/fast_tls.h"
 #include "base/spin_lock.h"
 #include "engine_core.h"
+#include "wake_points.h"
 
 namespace tandem::detail {
 
@@ -83,6 +84,30 @@ class CpuExecutor::DrainTask {
   mutable CpuExecutor* executor_;
 };
 
+#if defined(TANDEM_WAKE_POINTS)
+struct WakeProbe {
+  static inline std::atomic<CpuExecutor*> newest{nullptr};
+
+  static std::string describe() {
+    CpuExecutor* executor = newest.load();
+    if (executor == nullptr) return "no executor";
+    const auto count = [](const std::atomic<int>& n) { return std::to_string(n.load()); };
+    ReadyFifo& fifo = executor->normal_;
+    return "drainers: " + count(executor->active_drainers_) + " active, " +
+           count(executor->live_drainers_) + " live, " + count(fifo.idle_consumers()) +
+           " idle; lanes idle: " + count(executor->idle_lanes_) +
+           "; queued: fifo=" + (fifo.may_hold_work() ? "yes" : "no") +
+           " urgent=" + (executor->urgent_.empty() ? "no" : "yes") +
+           " copies=" + (executor->copies_.empty() ? "no" : "yes") +
+           " background=" + (executor->background_.empty() ? "no" : "yes");
+  }
+};
+
+std::string describe_cpu_executor() {
+  return WakeProbe::describe();
+}
+#endif
+
 CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
     : engine_(engine),
       num_workers_(resolve_workers(config.cpu_workers)),
@@ -93,9 +118,15 @@ CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
   for (int i = 0; i < config.priority_workers; ++i) {
     priority_threads_.emplace_back([this, i] { priority_lane(num_workers_ + i); });
   }
+#if defined(TANDEM_WAKE_POINTS)
+  WakeProbe::newest.store(this);
+#endif
 }
 
 CpuExecutor::~CpuExecutor() {
+#if defined(TANDEM_WAKE_POINTS)
+  WakeProbe::newest.store(nullptr);
+#endif
   stopping_.store(true);
   urgent_epoch_.fetch_add(1);
   urgent_epoch_.notify_all();  // every lane, parked or not, sees stopping_ and returns
@@ -114,6 +145,7 @@ int CpuExecutor::running_workers() const {
 void CpuExecutor::submit(OpRecord* op) noexcept {
   if (is_copy(op)) [[unlikely]] {
     copies_.push(op);
+    TANDEM_WAKE_POINT(submit_published);
     wake_lane();
     // Pairs with the lane's count drop in priority_lane(): either this sees no idle lane and
     // wakes a drainer, or that lane sees this copy once it is busy and wakes one itself.
@@ -123,14 +155,17 @@ void CpuExecutor::submit(OpRecord* op) noexcept {
   }
   if (op->props.priority > 0) [[unlikely]] {
     urgent_.push(op);
+    TANDEM_WAKE_POINT(submit_published);
     wake_lane();
     std::atomic_thread_fence(std::memory_order_seq_cst);
   } else if (op->props.priority < 0) [[unlikely]] {
     background_.push(op);
+    TANDEM_WAKE_POINT(submit_published);
     std::atomic_thread_fence(std::memory_order_seq_cst);
   } else {
     // No fence: the push's exchange on the FIFO's tail is itself seq_cst (see wake_drainer).
     normal_.push(op);
+    TANDEM_WAKE_POINT(submit_published);
   }
   // An idle drainer takes the op within a poll: waking another would only add a poller.
   if (idle_drainers().load(std::memory_order_seq_cst) != 0) return;
@@ -140,6 +175,7 @@ void CpuExecutor::submit(OpRecord* op) noexcept {
 void CpuExecutor::wake_lane() noexcept {
   if (priority_threads_.empty()) return;
   urgent_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  TANDEM_WAKE_POINT(lane_epoch_bumped);
   urgent_epoch_.notify_one();
 }
 
@@ -189,6 +225,7 @@ void CpuExecutor::publish_counters(DrainerContext& context, int worker) noexcept
     // while another worker is idle: it goes back to the shared FIFO, and a drainer is woken.
     if (OpRecord* urgent = urgent_.pop()) [[unlikely]] {
       normal_.push(successor);
+      TANDEM_WAKE_POINT(successor_requeued);
       wake_drainer();
       return urgent;
     }
@@ -226,6 +263,7 @@ void CpuExecutor::wake_drainer() noexcept {
     if (active_drainers_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       live_drainers_.fetch_add(1, std::memory_order_relaxed);
       drainer_wakes_.fetch_add(1, std::memory_order_relaxed);
+      TANDEM_WAKE_POINT(drainer_counted);
       arena_.enqueue(DrainTask(this));
       return;
     }
@@ -259,14 +297,14 @@ void CpuExecutor::drain() noexcept {
         if (empty_polls != 0) [[unlikely]] {
           publish_counters(context, worker);
           empty_polls = 0;
+          TANDEM_WAKE_POINT(drainer_took_op);
           // Pushes made while this drainer was idle woke no one: if it leaves ops behind and
           // no other drainer is idle, one is woken for them (two long ops pushed together
           // must not run one after the other). In a stream of small ops this costs one look
           // at the FIFO per batch, and a wake-up at most while the other drainer is parked.
-          if (idle_drainers().fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-              normal_.may_hold_work()) {
-            wake_drainer();
-          }
+          const bool was_last_idle = idle_drainers().fetch_sub(1, std::memory_order_seq_cst) == 1;
+          TANDEM_WAKE_POINT(drainer_busy_again);
+          if (was_last_idle && normal_.may_hold_work()) wake_drainer();
         }
         engine_.execute(op, worker);
         continue;
@@ -275,6 +313,7 @@ void CpuExecutor::drain() noexcept {
         idle_since = Clock::now();
         // The first idle drainer spins; any other yields, briefly (see `idle_drainers`).
         spinning = idle_drainers().fetch_add(1, std::memory_order_seq_cst) == 0;
+        TANDEM_WAKE_POINT(drainer_idle);
       }
       ++context.idle_polls;
       if (!spinning) {
@@ -295,9 +334,12 @@ void CpuExecutor::drain() noexcept {
     }
     // Idle first, then inactive: a push that saw this drainer idle and woke no one is seen
     // by the re-check below (see wake_drainer).
+    TANDEM_WAKE_POINT(drainer_stops_polling);
     idle_drainers().fetch_sub(1, std::memory_order_seq_cst);
+    TANDEM_WAKE_POINT(drainer_between_counts);
     active_drainers_.fetch_sub(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    TANDEM_WAKE_POINT(drainer_before_recheck);
     bool work_left = !urgent_.empty() || normal_.may_hold_work() || !background_.empty() ||
                      (!copies_.empty() && drainers_take_copies());
     int active = active_drainers_.load(std::memory_order_relaxed);
@@ -310,6 +352,7 @@ void CpuExecutor::drain() noexcept {
     }
     if (!resumed) break;
   }
+  TANDEM_WAKE_POINT(drainer_parks);
   // `context.next` is empty here: it is always taken before the loop polls the queues.
   tls_drainer = outer;
   drainer_parks_.fetch_add(1, std::memory_order_relaxed);
@@ -328,6 +371,7 @@ void CpuExecutor::priority_lane(int index) noexcept {
       // the other lanes for it.
       idle_lanes_.fetch_sub(1, std::memory_order_seq_cst);
       std::atomic_thread_fence(std::memory_order_seq_cst);
+      TANDEM_WAKE_POINT(lane_busy);
       if (!copies_.empty() || !urgent_.empty()) {
         wake_lane();
         wake_drainer();
@@ -336,6 +380,7 @@ void CpuExecutor::priority_lane(int index) noexcept {
       idle_lanes_.fetch_add(1, std::memory_order_seq_cst);
       continue;
     }
+    TANDEM_WAKE_POINT(lane_before_park);
     // Spin briefly, then park until the next urgent op or copy (or shutdown) bumps the epoch.
     auto deadline = std::chrono::steady_clock::now() + spin_;
     bool found = false;

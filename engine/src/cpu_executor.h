@@ -66,6 +66,7 @@ class CpuExecutor {
  private:
   class DrainTask;
   struct DrainerContext;
+  friend struct WakeProbe;  // test builds only (wake_points.h)
   static thread_local DrainerContext* tls_drainer;
   OpRecord* next_op(DrainerContext& context) noexcept;
   // Adds the counts `context` gathered to the counters of arena slot `worker`, and resets them.

@@ -20,6 +20,7 @@
 
 #include "base/spin_lock.h"
 #include "tandem/detail/op_record.h"
+#include "wake_points.h"
 
 namespace tandem::detail {
 
@@ -37,6 +38,7 @@ class ReadyFifo {
     op->next_ready.store(nullptr, std::memory_order_relaxed);
     // seq_cst: the exchange is what a drainer going idle re-reads (may_hold_work).
     OpRecord* previous = tail_.exchange(op, std::memory_order_seq_cst);
+    TANDEM_WAKE_POINT(fifo_linking);  // a test build's pause (wake_points.h)
     previous->next_ready.store(op, std::memory_order_release);
   }
 

@@ -145,7 +145,10 @@ std::string EngineCore::describe_var_wait(VarState* var, bool for_write) {
       if (next != nullptr) break;
     }
     if (next == nullptr) {
-      text += "; that op is about to run";
+      // Every var of the op is granted. An op granted all of them at push keeps a non-zero
+      // pending count (queue_on_vars skips that atomic update), so this is also how a running
+      // op looks: not only one between its last grant and its start, as said here before.
+      text += "; that op has every var it needs: it is running, or ready and waiting for a worker";
       break;
     }
     var = next;
