@@ -66,17 +66,29 @@ inline std::string write_corpus_entry(const std::filesystem::path& dir, const st
   return name;
 }
 
-// An error message reduced to its kind: numbers become '#', `drop` (e.g. a temporary
-// directory's name) is left out, and it is cut after 80 characters.
-inline std::string message_kind(const std::string& message, const std::string& drop = "") {
+// An error message reduced to its kind: `drop` (e.g. a temporary directory's name) and quoted
+// text (names, paths) are left out, numbers (and shapes) become '#', and it
+// is cut after `length` characters.
+inline std::string message_kind(const std::string& message, const std::string& drop = "",
+                                std::size_t length = 64) {
   std::string text = message;
   for (std::size_t at; !drop.empty() && (at = text.find(drop)) != std::string::npos;) {
-    text.replace(at, drop.size(), "<dir>");
+    text.replace(at, drop.size(), "");
   }
   std::string out;
+  char quote = 0;
   for (char c : text) {
-    if (out.size() >= 80) break;
-    if (c >= '0' && c <= '9') {
+    if (out.size() >= length) break;
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+      out += "''";
+    } else if (c >= '0' && c <= '9') {
+      // "2x3x4" and "7" are one kind: a shape.
+      if (out.size() >= 2 && out.back() == 'x' && out[out.size() - 2] == '#') out.pop_back();
       if (out.empty() || out.back() != '#') out += '#';
     } else {
       out += c;
@@ -96,6 +108,7 @@ class FeatureSet {
     return added;
   }
   std::size_t size() const { return seen_.size(); }
+  const std::set<std::string>& all() const { return seen_; }
 
  private:
   std::set<std::string> seen_;

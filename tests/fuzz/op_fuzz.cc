@@ -11,6 +11,7 @@
 //
 //   tandem_fuzz_ops [--seed N] [--seconds S] [--iterations K] [--only I] [--corpus DIR]
 //                   [--write-corpus DIR] [--print] [--hex HEX] [--file PATH] [--verbose]
+//                   [--show-features]
 //
 // The corpus (default tests/fuzz/corpus/ops, one program per file) is replayed first: iteration
 // I < corpus size is entry I. Later iterations are a function of (seed, I, corpus): a fresh
@@ -213,6 +214,7 @@ struct Options {
   std::int64_t only = -1;
   std::string corpus = TANDEM_FUZZ_OPS_CORPUS;
   std::string write_corpus;
+  bool show_features = false;  // print every feature reached at the end
   std::string hex;
   std::string file;
   bool print = false;
@@ -223,7 +225,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
                "fuzz_ops: %s (--seed N --seconds S --iterations K --only I --corpus DIR "
-               "--write-corpus DIR --hex HEX --file PATH --print --verbose)\n",
+               "--write-corpus DIR --hex HEX --file PATH --print --verbose --show-features)\n",
                problem.c_str());
   std::exit(2);
 }
@@ -238,6 +240,10 @@ Options parse_options(int argc, char** argv) {
   }
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--show-features") {
+      options.show_features = true;
+      continue;
+    }
     if (flag == "--print" || flag == "--verbose") {
       (flag == "--print" ? options.print : options.verbose) = true;
       continue;
@@ -422,6 +428,11 @@ int main(int argc, char** argv) {
           ? ""
           : (", " + std::to_string(fuzzer.written) + " entries written to " + options.write_corpus)
                 .c_str());
+  if (options.show_features) {
+    for (const std::string& feature : fuzzer.features.all()) {
+      std::printf("feature: %s\n", feature.c_str());
+    }
+  }
   std::printf("fuzz_ops: %s after %lld iterations (reproduce: --seed %llu --iterations %lld)\n",
               status == 0 ? "passed" : "FAILED", static_cast<long long>(iteration),
               static_cast<unsigned long long>(options.seed), static_cast<long long>(iteration));

@@ -476,7 +476,9 @@ std::string step(const Instruction& in, State* state, std::string& kind) {
       const int f = k % 4;
       static const char* const kText[] = {".wait_to_read()", ".wait_to_write()", "nd::waitall()",
                                           ".wait_to_read(std::chrono::seconds(60))"};
-      kind = kText[f];
+      static const char* const kNames[] = {"wait_to_read", "wait_to_write", "waitall",
+                                           "wait_to_read(timeout)"};
+      kind = kNames[f];
       if (state) {
         if (f == 0) s[x].wait_to_read();
         if (f == 1) s[x].wait_to_write();
@@ -541,6 +543,22 @@ std::string step(const Instruction& in, State* state, std::string& kind) {
       break;
   }
   return "?";
+}
+
+// An error's kind for the features: its message without the exception's type, an op error's
+// wrapping ("tandem: op 'take' on cpu(0) failed: ") or the op's name ("tandem: add: "), up to
+// its first ':' or ';', cut short.
+std::string error_kind(const std::string& text) {
+  std::string message = text.substr(std::min(text.size(), text.find(": ") + 2));
+  if (const std::size_t failed = message.find(" failed: "); failed != std::string::npos) {
+    message = message.substr(failed + 9);
+  }
+  if (message.rfind("tandem: ", 0) == 0) {
+    const std::size_t colon = message.find(": ", 8);
+    const std::size_t space = message.find(' ', 8);
+    message = message.substr(colon != std::string::npos && colon <= space ? colon + 2 : 8);
+  }
+  return message_kind(message.substr(0, message.find_first_of(":;")), "", 40);
 }
 
 struct Caught {
@@ -665,14 +683,16 @@ Outcome run(const Program& program, EngineSet& engines) {
     state.result.clear();
     const Caught caught = catch_error([&] { step(in, &state, kind); });
     const bool sync = in.op == Opcode::wait || in.op == Opcode::read;
-    const std::string feature = std::string(op_name(in.op)) + "." + kind;
+    // Errors at the call by opcode (the variants share their checks), the rest by variant.
+    const std::string feature =
+        std::string(op_name(in.op)) + (caught.text.empty() || sync ? "." + kind : std::string());
     if (caught.unclear) outcome.unclear.push_back(caught.text);
     if (caught.text.empty()) {
       note(i, "ok " + state.result, feature + ": ok");
       ++(in.op == Opcode::read ? outcome.values : outcome.oks);
     } else {
       note(i, (sync ? "sync error " : "call error ") + caught.text,
-           feature + (sync ? ": sync error " : ": call error ") + message_kind(caught.text));
+           feature + (sync ? ": sync error " : ": call error ") + error_kind(caught.text));
       ++(sync ? outcome.sync_errors : outcome.call_errors);
     }
   }
@@ -685,7 +705,7 @@ Outcome run(const Program& program, EngineSet& engines) {
       if (caught.text.empty()) break;
       if (caught.unclear) outcome.unclear.push_back(caught.text);
       note(end, "E" + std::to_string(e) + ".wait_all() threw " + caught.text,
-           "closing wait_all: " + message_kind(caught.text));
+           "closing wait_all: " + error_kind(caught.text));
       ++outcome.sync_errors;
     }
   }
@@ -696,7 +716,7 @@ Outcome run(const Program& program, EngineSet& engines) {
     const Caught caught = catch_error([&] { values = read_values(array); });
     if (caught.unclear) outcome.unclear.push_back(caught.text);
     note(end, slot(s) + " = " + (caught.text.empty() ? values : "error " + caught.text),
-         caught.text.empty() ? "final read: ok" : "final read: " + message_kind(caught.text));
+         caught.text.empty() ? "final read: ok" : "final read: " + error_kind(caught.text));
   }
   // Nothing left behind for the next program on these engines.
   state.slots = {};

@@ -1,5 +1,7 @@
-// The inputs that tandem_fuzz_files and its review found mishandled by a reader, each pinned to
-// the clear tandem::Error it gives now. The files are made here, byte by byte.
+// What the fuzzers found, each pinned to the behaviour it has now:
+// - tandem_fuzz_files: inputs a reader mishandled, each with the clear tandem::Error it gives
+//   now (the files are made here, byte by byte);
+// - tandem_fuzz_ops: op sequences that broke a promise of the front end.
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 #include <zlib.h>
@@ -120,5 +122,22 @@ TEST_SUITE("fuzz.regressions") {
       CHECK_THROWS_WITH_AS(nn::ImportedBlock::load(path.string(), files.params),
                            doctest::Contains("the input"), tandem::Error);
     }
+  }
+
+  TEST_CASE("an in-place scalar op on a uint8 array throws at the call") {
+    // tandem_fuzz_ops: `x += 1e30` on a uint8 array was accepted at the call and failed in the
+    // kernel ("a compute kernel was given a uint8 array"), at the next sync point, while
+    // `x + 1e30` and `x += y` throw at the call, as the header promises for dtype mistakes.
+    nd::NDArray bytes = nd::zeros({2, 3}).astype(nd::uint8);
+    CHECK_THROWS_WITH_AS(bytes += 1e30, doctest::Contains("add is not defined for uint8"),
+                         tandem::Error);
+    CHECK_THROWS_WITH_AS(bytes -= 1, doctest::Contains("subtract is not defined for uint8"),
+                         tandem::Error);
+    CHECK_THROWS_WITH_AS(bytes *= 2, doctest::Contains("multiply is not defined for uint8"),
+                         tandem::Error);
+    CHECK_THROWS_WITH_AS(bytes /= 2, doctest::Contains("divide is not defined for uint8"),
+                         tandem::Error);
+    // Nothing was queued: the array reads back as it was.
+    CHECK(bytes.to_vector<int>() == std::vector<int>(6, 0));
   }
 }

@@ -89,6 +89,7 @@ void in_place(BinaryOp op, NDArray& target, const NDArray& other) {
 void in_place_scalar(BinaryOp op, NDArray& target, double scalar) {
   const char* name = ops::op_name(op);
   detail::check_defined(name, target);
+  detail::check_computable(name, target.dtype());
   check_scalar_divisor(op, target.dtype(), scalar);
   detail::note_in_place_write(name, target);
   detail::push_binary_scalar(op, target, scalar, false, target);
