@@ -140,4 +140,26 @@ TEST_SUITE("fuzz.regressions") {
     // Nothing was queued: the array reads back as it was.
     CHECK(bytes.to_vector<int>() == std::vector<int>(6, 0));
   }
+
+  TEST_CASE("where on a uint8 array or condition throws at the call") {
+    // tandem_fuzz_ops: nd::where(c, bytes, 0.5) and a uint8 condition were accepted at the
+    // call; the kernel (cpu and sim alike) refused the uint8 array when the op ran, so the error
+    // came at the next sync point on the result.
+    const nd::NDArray bytes = nd::ones({2, 3}).astype(nd::uint8);
+    const nd::NDArray values = nd::ones({2, 3});
+    for (const tandem::Device device : {tandem::cpu(), tandem::sim(0)}) {
+      if (device.kind == tandem::DeviceKind::sim &&
+          tandem::device_count(tandem::DeviceKind::sim) == 0) {
+        continue;
+      }
+      const nd::NDArray b = bytes.copyto(device), v = values.copyto(device);
+      CHECK_THROWS_WITH_AS(nd::where(v, b, 0.5),
+                           doctest::Contains("where is not defined for uint8"), tandem::Error);
+      CHECK_THROWS_WITH_AS(nd::where(v, b, b), doctest::Contains("where is not defined for uint8"),
+                           tandem::Error);
+      CHECK_THROWS_WITH_AS(nd::where(b, v, v), doctest::Contains("where is not defined for uint8"),
+                           tandem::Error);
+      CHECK(nd::where(v, v, 0.5).to_vector<float>() == std::vector<float>(6, 1.0f));
+    }
+  }
 }

@@ -176,6 +176,8 @@ NDArray where(const NDArray& condition, const NDArray& a, const NDArray& b) {
       [&] {
         Engine& engine = detail::check_same_place(op, {&condition, &a, &b});
         detail::check_same_dtype(op, a, b);
+        detail::check_computable(op, a.dtype());
+        detail::check_computable(op, condition.dtype());
         shape = ops::broadcast_shapes(ops::broadcast_shapes(condition.shape(), a.shape(), op),
                                       b.shape(), op);
         return detail::OpPlan{&engine, shape, a.dtype(), a.device()};
