@@ -835,8 +835,38 @@ std::string feature_of(const Target& target, const Result& result, const fs::pat
                                : tandem::fuzz::message_kind(result.error, work.string()));
 }
 
-// Cuts chunks out of the input's files while it still gives `wanted` (at most 400 tries).
+// The text without the whitespace outside its strings (a pretty-printed graph shrinks by half).
+Bytes compact_json(const Bytes& text) {
+  Bytes out;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = text[i];
+    if (in_string) {
+      out.push_back(c);
+      if (c == '\\' && i + 1 < text.size()) out.push_back(text[++i]);
+      if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+      out.push_back(c);
+    } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Compacts JSON and cuts chunks out of the input's files while it still gives `wanted` (at
+// most 400 tries).
 Input minimise(const Target& target, Input input, const std::string& wanted, const fs::path& work) {
+  const auto still_gives_wanted = [&](const Input& candidate) {
+    const Result result = read_input(target, candidate, work);
+    return result.failure.empty() && feature_of(target, result, work) == wanted;
+  };
+  for (Bytes& file : input.files) {
+    const Bytes before = file;
+    file = compact_json(file);
+    if (file.size() == before.size() || !still_gives_wanted(input)) file = before;
+  }
   int tries = 400;
   for (Bytes& file : input.files) {
     for (std::size_t chunk = std::max<std::size_t>(file.size() / 2, 1); chunk >= 1 && tries > 0;
@@ -845,8 +875,7 @@ Input minimise(const Target& target, Input input, const std::string& wanted, con
         const Bytes before = file;
         file.erase(file.begin() + static_cast<std::ptrdiff_t>(at),
                    file.begin() + static_cast<std::ptrdiff_t>(std::min(at + chunk, file.size())));
-        const Result result = read_input(target, input, work);
-        if (!result.failure.empty() || feature_of(target, result, work) != wanted) {
+        if (!still_gives_wanted(input)) {
           file = before;
           at += chunk;
         }
@@ -949,7 +978,8 @@ int main(int argc, char** argv) {
       std::printf("%s: %.300s\n", target->name, result.error.c_str());
     }
     const std::string feature = feature_of(*target, result, work);
-    if (!features.add({feature}).empty() && !options.write_corpus.empty()) {
+    // A corpus entry's features count, but only new inputs are written.
+    if (!features.add({feature}).empty() && !replaying && !options.write_corpus.empty()) {
       const Input small = minimise(*target, input, feature, work);
       tandem::fuzz::write_corpus_entry(options.write_corpus, target->corpus_name, serialize(small));
       ++written;

@@ -343,9 +343,10 @@ struct Fuzzer {
     return bytes;
   }
 
-  void keep_if_new(const Bytes& bytes, const Outcome& outcome) {
+  // A corpus entry's features count (`replayed`), but only new inputs are written.
+  void keep_if_new(const Bytes& bytes, const Outcome& outcome, bool replayed) {
     const std::vector<std::string> added = features.add(outcome.features);
-    if (added.empty() || options.write_corpus.empty()) return;
+    if (added.empty() || replayed || options.write_corpus.empty()) return;
     const Bytes small = minimise(bytes, added);
     tandem::fuzz::write_corpus_entry(options.write_corpus, "ops", small);
     ++written;
@@ -370,7 +371,10 @@ int main(int argc, char** argv) {
       std::printf("%s", tandem::fuzz::to_text(tandem::fuzz::decode(bytes)).c_str());
       return 0;
     }
-    return fuzzer.check(bytes, "the given program") ? 0 : 1;
+    Outcome outcome;
+    if (!fuzzer.check(bytes, "the given program", &outcome)) return 1;
+    std::printf("fuzz_ops: the engines agree on the program's %zu events\n", outcome.events.size());
+    return 0;
   }
   fuzzer.corpus = tandem::fuzz::read_corpus(options.corpus);
   std::atomic<bool> done{false};
@@ -414,7 +418,7 @@ int main(int argc, char** argv) {
       ++iteration;
       break;
     }
-    fuzzer.keep_if_new(bytes, outcome);
+    fuzzer.keep_if_new(bytes, outcome, replaying);
   }
   done.store(true);
   watchdog.join();
