@@ -3,9 +3,10 @@
 #
 #   bash scripts/test.sh                # every stage, in this order:
 #     main    RelWithDebInfo build in build/ (CUDA AUTO), ctest: every test
-#     tsan    ThreadSanitizer build in build-tsan/, ctest -R 'engine|dist', TANDEM_TEST_SCALE=0.05
+#     tsan    ThreadSanitizer build in build-tsan/, ctest -R 'engine|dist|fuzz_ops',
+#             TANDEM_TEST_SCALE=0.05, the op-sequence fuzzer for 30 s
 #     asan    ASan+UBSan build in build-asan/, ctest: every test, TANDEM_TEST_SCALE=0.05,
-#             the file fuzzer (fuzz_files) for 60 s
+#             the file fuzzer (fuzz_files) and the op-sequence fuzzer (fuzz_ops) for 60 s each
 #     embed   cmake --install build/ into a temporary prefix, then build and run against the
 #             installed package: examples/embed, an engine-only consumer (COMPONENTS engine,
 #             without BLAS or nlohmann-json), a program linking every exported target and a
@@ -100,16 +101,18 @@ stage_tsan() {
   # for the MPI tests Open MPI's, tests/dist/tsan.supp) is set per test by the tests'
   # CMakeLists.txt, so a by-hand ctest run gets it too. The MPI tests (dist_*: the comm thread)
   # run here too when MPI was found.
-  TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" \
+  # fuzz_ops (tests/fuzz) replays its corpus (about 20 s under TSan) and fuzzes until 30 s.
+  TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" TANDEM_FUZZ_SECONDS=30 \
     "${TSAN_LAUNCHER[@]}" ctest --test-dir "$TSAN_DIR" --output-on-failure --no-tests=error \
-    --timeout "$CTEST_TIMEOUT" -R 'engine|dist'
+    --timeout "$CTEST_TIMEOUT" -R 'engine|dist|fuzz_ops'
 }
 
 stage_asan() {
   cmake_configure "$ASAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTANDEM_SANITIZE=address \
     -DTANDEM_ASSERTIONS=ON -DTANDEM_CUDA=OFF -DTANDEM_BUILD_TESTS=ON -DTANDEM_BUILD_EXAMPLES=OFF
   cmake_build "$ASAN_DIR"
-  # fuzz_files (tests/fuzz) runs for TANDEM_FUZZ_SECONDS: 10 s in the main stage, 60 s here.
+  # fuzz_files and fuzz_ops (tests/fuzz) replay their corpus, then run for TANDEM_FUZZ_SECONDS:
+  # 10 s each in the main stage, 60 s each here (fuzz_ops also 30 s in the tsan stage).
   TANDEM_TEST_SCALE="$SANITIZER_TEST_SCALE" TANDEM_FUZZ_SECONDS=60 \
     ASAN_OPTIONS=detect_leaks=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

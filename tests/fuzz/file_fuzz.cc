@@ -1,23 +1,29 @@
 // tandem_fuzz_files: a deterministic random-mutation fuzzer over tandem's file readers.
 //
 //   tandem_fuzz_files [--seed N] [--seconds S] [--iterations K] [--only I] [--target NAME]
-//                     [--show-errors] [--keep]
+//                     [--corpus DIR] [--write-corpus DIR] [--show-features] [--show-errors]
+//                     [--keep]
 //
 // At start it writes small valid files (the seeds) with tandem's own writers: an array file
 // (nd::save), a network's parameters (save_parameters), an exported graph and its params
-// (nn::export_block), IDX files (write_idx, plain and gzipped) and an MNIST directory. Each
-// iteration picks a reader, mutates its seed (bit flips, interesting bytes and integers, cuts,
+// (nn::export_block), IDX files (write_idx, plain and gzipped) and an MNIST directory. It then
+// replays the corpus (default tests/fuzz/corpus/files: inputs that reached the readers' error
+// paths, one per file, named after their reader). Each later iteration picks a reader, mutates
+// its seed or one of its corpus entries (bit flips, interesting bytes and integers, cuts,
 // duplications, splices, JSON-aware edits; the array file's CRC is recomputed half the time so
-// the parser behind it is reached) and reads the result. The property: every input gives a value
-// or a tandem::Error whose message starts with "tandem:", never
+// the parser behind it is reached) and reads the result. The property: every input gives a
+// value or a tandem::Error whose message starts with "tandem:", never
 //   - another exception, a crash or a sanitizer report,
 //   - a call longer than the watchdog's limit (TANDEM_FUZZ_CALL_LIMIT_S, default 20 s),
 //   - one allocation larger than the input justifies (operator new is replaced below: more than
 //     16 MiB + 2048 x the input's size fails; 2048 covers deflate's 1032:1 ratio).
 //
-// Iteration I of seed N is a function of (N, I) alone, so a failure is reproduced with
-// `--seed N --only I` (printed with the failure). The time budget is --seconds, else
-// TANDEM_FUZZ_SECONDS, else 10; --iterations K stops after K iterations instead.
+// Iteration I < the corpus' size is entry I; a later one is a function of (N, I, the corpus)
+// alone, so a failure is reproduced with `--seed N --only I` (printed with the failure). The
+// time budget is --seconds, else TANDEM_FUZZ_SECONDS, else 10; --iterations K stops after K
+// iterations instead. `--write-corpus DIR` writes to DIR, minimised (chunks cut out while the
+// result stays the same), each input whose result (a value, or the error message with its
+// numbers left out) no earlier input gave for its reader.
 #include <tandem/tandem.h>
 #include <zlib.h>
 
@@ -37,6 +43,11 @@
 #include <vector>
 
 #include "../frontend/gzip_writer.h"
+#include "corpus.h"
+
+#ifndef TANDEM_FUZZ_FILES_CORPUS
+#define TANDEM_FUZZ_FILES_CORPUS ""
+#endif
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
 #include <sanitizer/common_interface_defs.h>
@@ -50,7 +61,7 @@ namespace {
 std::atomic<std::size_t> g_allocation_cap{SIZE_MAX};
 std::atomic<bool> g_reported{false};
 // What is running, for reports from operator new and the watchdog (set before each call).
-char g_case[256] = "setting up";
+char g_case[512] = "setting up";
 
 [[noreturn]] void report_and_abort(const char* problem, std::size_t value) {
   if (!g_reported.exchange(true)) {
@@ -512,11 +523,60 @@ Bytes extreme_idx_file(Rng& rng) {
 
 // ---- the readers -----------------------------------------------------------------------------
 
+// One input of a reader: an option (which call, which dtype) and the bytes of its files. In the
+// corpus it is stored as the option byte, then each file as a 4-byte little-endian length and
+// its bytes.
+struct Input {
+  std::uint8_t option = 0;
+  std::vector<Bytes> files;
+  std::size_t size() const {
+    std::size_t n = 0;
+    for (const Bytes& f : files) n += f.size();
+    return n;
+  }
+};
+
+Bytes serialize(const Input& input) {
+  Bytes out{input.option};
+  for (const Bytes& f : input.files) {
+    out.resize(out.size() + 4);
+    put_integer(out, out.size() - 4, f.size(), 4, false);
+    out.insert(out.end(), f.begin(), f.end());
+  }
+  return out;
+}
+
+// The inverse of serialize; a truncated entry gives what it holds.
+Input deserialize(const Bytes& bytes) {
+  Input input;
+  if (bytes.empty()) return input;
+  input.option = bytes[0];
+  for (std::size_t at = 1; at + 4 <= bytes.size();) {
+    std::size_t n = 0;
+    for (int i = 0; i < 4; ++i)
+      n |= std::size_t{bytes[at + static_cast<std::size_t>(i)]} << (8 * i);
+    at += 4;
+    n = std::min(n, bytes.size() - at);
+    input.files.emplace_back(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                             bytes.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+  }
+  return input;
+}
+
+const Bytes& file_or(const Input* base, std::size_t i, const Bytes& fallback) {
+  return base != nullptr && i < base->files.size() ? base->files[i] : fallback;
+}
+
 struct Target {
   const char* name;
-  std::function<void(const Seeds&, const fs::path& work, Rng&, std::size_t& input_size,
-                     const std::function<void()>& start)>
-      run;
+  const char* corpus_name;  // the prefix of its corpus entries' file names
+  std::size_t files;        // how many files an input of it has
+  // A new input: the seed's files (or a corpus entry's, `base`) mutated.
+  std::function<Input(const Seeds&, const Input* base, Rng&)> generate;
+  // Writes the input's files into `work`, calls `start` (which arms the allocation cap and the
+  // watchdog), then reads them.
+  std::function<void(const Input&, const fs::path& work, const std::function<void()>& start)> read;
 };
 
 // Sets the allocation cap for an input of `size` bytes and starts the watchdog's clock.
@@ -546,18 +606,25 @@ Bytes mutated(const Bytes& seed, const Bytes& other, Rng& rng, bool json) {
   return bytes;
 }
 
+const Bytes& file_of(const Input& input, std::size_t i) {
+  static const Bytes kNone;
+  return i < input.files.size() ? input.files[i] : kNone;
+}
+
 std::vector<Target> targets() {
   std::vector<Target> all;
-  all.push_back({"load", [](const Seeds& s, const fs::path& work, Rng& rng, std::size_t& size,
-                            const std::function<void()>& start) {
-                   Bytes bytes = below(rng, 4) == 0
-                                     ? extreme_array_file(rng)
-                                     : mutated(s.array_file, s.params_file, rng, false);
+  all.push_back({"load", "load", 1,
+                 [](const Seeds& s, const Input* base, Rng& rng) {
+                   Bytes bytes = below(rng, 4) == 0 ? extreme_array_file(rng)
+                                                    : mutated(file_or(base, 0, s.array_file),
+                                                              s.params_file, rng, false);
                    if (below(rng, 2) == 0) fix_crc(bytes);
-                   size = bytes.size();
-                   write_bytes(work / "a.tnd", bytes);
+                   return Input{static_cast<std::uint8_t>(below(rng, 2)), {bytes}};
+                 },
+                 [](const Input& in, const fs::path& work, const std::function<void()>& start) {
+                   write_bytes(work / "a.tnd", file_of(in, 0));
                    start();
-                   if (below(rng, 2) == 0) {
+                   if (in.option % 2 == 0) {
                      for (const auto& [name, array] : nd::load((work / "a.tnd").string())) {
                        array.wait_to_read();
                      }
@@ -565,29 +632,34 @@ std::vector<Target> targets() {
                      nd::load_array((work / "a.tnd").string()).wait_to_read();
                    }
                  }});
-  all.push_back({"load_parameters", [](const Seeds& s, const fs::path& work, Rng& rng,
-                                       std::size_t& size, const std::function<void()>& start) {
-                   Bytes bytes = mutated(s.params_file, s.array_file, rng, false);
+  all.push_back({"load_parameters", "load_parameters", 1,
+                 [](const Seeds& s, const Input* base, Rng& rng) {
+                   Bytes bytes = mutated(file_or(base, 0, s.params_file), s.array_file, rng, false);
                    if (below(rng, 2) == 0) fix_crc(bytes);
-                   size = bytes.size();
-                   write_bytes(work / "p.params", bytes);
+                   return Input{0, {bytes}};
+                 },
+                 [](const Input& in, const fs::path& work, const std::function<void()>& start) {
+                   write_bytes(work / "p.params", file_of(in, 0));
                    nn::Sequential net = small_network();
                    start();
                    net.load_parameters((work / "p.params").string());
                    net(nd::zeros({1, 4})).wait_to_read();
                  }});
-  all.push_back({"ImportedBlock::load", [](const Seeds& s, const fs::path& work, Rng& rng,
-                                           std::size_t& size, const std::function<void()>& start) {
-                   Bytes graph = s.graph_json, params = s.graph_params;
+  all.push_back({"ImportedBlock::load", "import", 2,
+                 [](const Seeds& s, const Input* base, Rng& rng) {
+                   Bytes graph = file_or(base, 0, s.graph_json),
+                         params = file_or(base, 1, s.graph_params);
                    const std::size_t which = below(rng, 4);
                    if (which != 0) mutate(graph, s.graph_json, rng, which != 1);
                    if (which == 0 || which == 3) {
                      mutate(params, s.array_file, rng, false);
                      if (below(rng, 2) == 0) fix_crc(params);
                    }
-                   size = graph.size() + params.size();
-                   write_bytes(work / "g.json", graph);
-                   write_bytes(work / "g.tnd", params);
+                   return Input{0, {graph, params}};
+                 },
+                 [](const Input& in, const fs::path& work, const std::function<void()>& start) {
+                   write_bytes(work / "g.json", file_of(in, 0));
+                   write_bytes(work / "g.tnd", file_of(in, 1));
                    start();
                    auto block = nn::ImportedBlock::load((work / "g.json").string(),
                                                         (work / "g.tnd").string());
@@ -596,35 +668,50 @@ std::vector<Target> targets() {
                    }
                  }});
   all.push_back(
-      {"read_idx", [](const Seeds& s, const fs::path& work, Rng& rng, std::size_t& size,
-                      const std::function<void()>& start) {
+      {"read_idx", "read_idx", 1,
+       [](const Seeds& s, const Input* base, Rng& rng) {
          const Bytes* seeds[] = {&s.idx_images, &s.idx_labels, &s.idx_float, &s.idx_int16};
-         Bytes bytes = below(rng, 4) == 0
-                           ? extreme_idx_file(rng)
-                           : mutated(*seeds[below(rng, 4)], *seeds[below(rng, 4)], rng, false);
+         Bytes bytes = below(rng, 4) == 0 ? extreme_idx_file(rng)
+                                          : mutated(file_or(base, 0, *seeds[below(rng, 4)]),
+                                                    *seeds[below(rng, 4)], rng, false);
          if (below(rng, 3) == 0) bytes = tandem::testing::gzip_bytes(bytes);
          if (below(rng, 4) == 0) mutate(bytes, s.idx_images, rng, false);
-         size = bytes.size();
-         write_bytes(work / "x.idx", bytes);
+         return Input{static_cast<std::uint8_t>(below(rng, 5)), {bytes}};
+       },
+       [](const Input& in, const fs::path& work, const std::function<void()>& start) {
+         write_bytes(work / "x.idx", file_of(in, 0));
          const nd::DType dtypes[] = {nd::uint8, nd::int32, nd::float32, nd::float64, nd::int64};
-         const nd::DType dtype = dtypes[below(rng, std::size(dtypes))];
          start();
-         nd::read_idx((work / "x.idx").string(), dtype).wait_to_read();
+         nd::read_idx((work / "x.idx").string(), dtypes[in.option % std::size(dtypes)])
+             .wait_to_read();
        }});
-  all.push_back({"load_mnist", [](const Seeds& s, const fs::path& work, Rng& rng, std::size_t& size,
-                                  const std::function<void()>& start) {
-                   const fs::path dir = work / "mnist";
-                   fs::create_directories(dir);
-                   size = 0;
+  all.push_back({"load_mnist", "load_mnist", 4,
+                 [](const Seeds& s, const Input* base, Rng& rng) {
+                   Input input;
                    const std::size_t victim = below(rng, 4);
                    for (std::size_t i = 0; i < 4; ++i) {
-                     Bytes plain = i % 2 == 0 ? s.idx_images : s.idx_labels;
+                     const Bytes& plain_seed = i % 2 == 0 ? s.idx_images : s.idx_labels;
+                     if (base != nullptr && i < base->files.size() && i != victim) {
+                       input.files.push_back(base->files[i]);
+                       continue;
+                     }
+                     Bytes plain = plain_seed;
                      const bool mutate_plain = below(rng, 2) == 0;
                      if (i == victim && mutate_plain) mutate(plain, s.idx_labels, rng, false);
-                     Bytes gz = tandem::testing::gzip_bytes(plain);
+                     Bytes gz = i == victim && base != nullptr && i < base->files.size()
+                                    ? base->files[i]
+                                    : tandem::testing::gzip_bytes(plain);
                      if (i == victim && !mutate_plain) mutate(gz, s.idx_images, rng, false);
-                     size += gz.size();
-                     write_bytes(dir / (std::string(tandem::data::kMnistFiles[i]) + ".gz"), gz);
+                     input.files.push_back(gz);
+                   }
+                   return input;
+                 },
+                 [](const Input& in, const fs::path& work, const std::function<void()>& start) {
+                   const fs::path dir = work / "mnist";
+                   fs::create_directories(dir);
+                   for (std::size_t i = 0; i < 4; ++i) {
+                     write_bytes(dir / (std::string(tandem::data::kMnistFiles[i]) + ".gz"),
+                                 file_of(in, i));
                    }
                    start();
                    tandem::data::MnistDataSet set = tandem::data::load_mnist(dir.string());
@@ -642,6 +729,9 @@ struct Options {
   std::int64_t call_limit_ms = 20000;
   bool show_errors = false;
   bool keep = false;  // keep the working directory (the last input's files) and print its path
+  std::string corpus = TANDEM_FUZZ_FILES_CORPUS;
+  std::string write_corpus;
+  bool show_features = false;  // print every feature reached at the end
 };
 
 Options parse_options(int argc, char** argv) {
@@ -654,6 +744,10 @@ Options parse_options(int argc, char** argv) {
   }
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--show-features") {
+      options.show_features = true;
+      continue;
+    }
     if (flag == "--show-errors" || flag == "--keep") {
       (flag == "--keep" ? options.keep : options.show_errors) = true;
       continue;
@@ -674,15 +768,122 @@ Options parse_options(int argc, char** argv) {
       options.only = std::atoll(value);
     } else if (flag == "--target") {
       options.target = value;
+    } else if (flag == "--corpus") {
+      options.corpus = value;
+    } else if (flag == "--write-corpus") {
+      options.write_corpus = value;
     } else {
-      std::fprintf(stderr,
-                   "fuzz_files: unknown flag %s (--seed N --seconds S --iterations K --only I "
-                   "--target NAME --show-errors --keep)\n",
-                   flag.c_str());
+      std::fprintf(
+          stderr,
+          "fuzz_files: unknown flag %s (--seed N --seconds S --iterations K --only I "
+          "--target NAME --corpus DIR --write-corpus DIR --show-features --show-errors --keep)\n",
+          flag.c_str());
       std::exit(2);
     }
   }
   return options;
+}
+
+// A corpus entry, parsed: its target and input.
+struct Entry {
+  std::string name;
+  const Target* target;
+  Input input;
+};
+
+std::vector<Entry> corpus_entries(const std::string& dir,
+                                  const std::vector<const Target*>& chosen) {
+  std::vector<Entry> entries;
+  for (const auto& entry : tandem::fuzz::read_corpus(dir)) {
+    const std::string prefix = entry.name.substr(0, entry.name.rfind('-'));
+    for (const Target* target : chosen) {
+      if (prefix == target->corpus_name) {
+        entries.push_back({entry.name, target, deserialize(entry.bytes)});
+      }
+    }
+  }
+  return entries;
+}
+
+// What reading an input gave: "" (a value) or the tandem::Error's message; `failure` is set
+// when it was anything else.
+struct Result {
+  std::string error;
+  std::string failure;
+};
+
+Result read_input(const Target& target, const Input& input, const fs::path& work) {
+  try {
+    target.read(input, work, [&] { arm(input.size()); });
+    disarm();
+    return {};
+  } catch (const tandem::Error& e) {
+    disarm();
+    if (std::strncmp(e.what(), "tandem", 6) != 0) {
+      return {e.what(), std::string("an unclear error \"") + e.what() + "\""};
+    }
+    return {e.what(), ""};
+  } catch (const std::exception& e) {
+    disarm();
+    return {e.what(), std::string("not a tandem::Error but \"") + e.what() + "\""};
+  }
+}
+
+std::string feature_of(const Target& target, const Result& result, const fs::path& work) {
+  return std::string(target.name) + ": " +
+         (result.error.empty() ? "a value"
+                               : tandem::fuzz::message_kind(result.error, work.string()));
+}
+
+// The text without the whitespace outside its strings (a pretty-printed graph shrinks by half).
+Bytes compact_json(const Bytes& text) {
+  Bytes out;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = text[i];
+    if (in_string) {
+      out.push_back(c);
+      if (c == '\\' && i + 1 < text.size()) out.push_back(text[++i]);
+      if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+      out.push_back(c);
+    } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Compacts JSON and cuts chunks out of the input's files while it still gives `wanted` (at
+// most 400 tries).
+Input minimise(const Target& target, Input input, const std::string& wanted, const fs::path& work) {
+  const auto still_gives_wanted = [&](const Input& candidate) {
+    const Result result = read_input(target, candidate, work);
+    return result.failure.empty() && feature_of(target, result, work) == wanted;
+  };
+  for (Bytes& file : input.files) {
+    const Bytes before = file;
+    file = compact_json(file);
+    if (file.size() == before.size() || !still_gives_wanted(input)) file = before;
+  }
+  int tries = 400;
+  for (Bytes& file : input.files) {
+    for (std::size_t chunk = std::max<std::size_t>(file.size() / 2, 1); chunk >= 1 && tries > 0;
+         chunk /= 2) {
+      for (std::size_t at = 0; at < file.size() && tries > 0; --tries) {
+        const Bytes before = file;
+        file.erase(file.begin() + static_cast<std::ptrdiff_t>(at),
+                   file.begin() + static_cast<std::ptrdiff_t>(std::min(at + chunk, file.size())));
+        if (!still_gives_wanted(input)) {
+          file = before;
+          at += chunk;
+        }
+      }
+      if (chunk == 1) break;
+    }
+  }
+  return input;
 }
 
 }  // namespace
@@ -711,56 +912,77 @@ int main(int argc, char** argv) {
   }
   const fs::path work = pattern;
   const Seeds seeds = write_seeds(work);
+  const std::vector<Entry> corpus = corpus_entries(options.corpus, chosen);
   std::atomic<bool> done{false};
   std::thread watchdog(watch, options.call_limit_ms, std::cref(done));
 
-  std::printf("fuzz_files: seed %llu, %s\n", static_cast<unsigned long long>(options.seed),
+  std::printf("fuzz_files: seed %llu, corpus %s (%zu entries), %s\n",
+              static_cast<unsigned long long>(options.seed),
+              options.corpus.empty() ? "none" : options.corpus.c_str(), corpus.size(),
               options.only >= 0 ? ("iteration " + std::to_string(options.only)).c_str()
               : options.iterations >= 0
                   ? (std::to_string(options.iterations) + " iterations").c_str()
                   : (std::to_string(options.seconds) + " s").c_str());
   std::fflush(stdout);
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> outcomes;  // name: values, errors
+  tandem::fuzz::FeatureSet features;
+  std::size_t written = 0;
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::milliseconds(static_cast<std::int64_t>(options.seconds * 1000));
   std::int64_t iteration = options.only >= 0 ? options.only : 0;
   int status = 0;
   for (;; ++iteration) {
+    const bool replaying = static_cast<std::size_t>(iteration) < corpus.size();
     if (options.only >= 0 && iteration > options.only) break;
     if (options.only < 0 && options.iterations >= 0 && iteration >= options.iterations) break;
-    if (options.only < 0 && options.iterations < 0 &&
+    // The corpus is replayed whole, whatever the budget.
+    if (options.only < 0 && options.iterations < 0 && !replaying &&
         std::chrono::steady_clock::now() >= deadline) {
       break;
     }
-    Rng rng(options.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(iteration));
-    const Target& target = *chosen[below(rng, chosen.size())];
-    std::snprintf(g_case, sizeof g_case,
-                  "%s, iteration %lld (reproduce: --seed %llu --only %lld%s%s)", target.name,
-                  static_cast<long long>(iteration), static_cast<unsigned long long>(options.seed),
-                  static_cast<long long>(iteration), options.target.empty() ? "" : " --target ",
-                  options.target.c_str());
-    std::size_t size = 0;
-    try {
-      target.run(seeds, work, rng, size, [&] { arm(size); });
-      disarm();
-      ++outcomes[target.name].first;
-    } catch (const tandem::Error& e) {
-      disarm();
-      if (std::strncmp(e.what(), "tandem", 6) != 0) {
-        std::fprintf(stderr, "fuzz_files: FAILURE: an unclear error \"%s\" in %s\n", e.what(),
-                     g_case);
-        status = 1;
-        break;
+    const Target* target = nullptr;
+    Input input;
+    std::string origin;
+    if (replaying) {
+      const Entry& entry = corpus[static_cast<std::size_t>(iteration)];
+      target = entry.target;
+      input = entry.input;
+      origin = "corpus entry " + entry.name;
+    } else {
+      Rng rng(options.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(iteration));
+      target = chosen[below(rng, chosen.size())];
+      std::vector<const Entry*> bases;
+      for (const Entry& entry : corpus) {
+        if (entry.target == target) bases.push_back(&entry);
       }
-      ++outcomes[target.name].second;
-      if (options.show_errors) std::printf("%s: %.300s\n", target.name, e.what());
-    } catch (const std::exception& e) {
-      disarm();
-      std::fprintf(stderr, "fuzz_files: FAILURE: not a tandem::Error but \"%s\" in %s\n", e.what(),
-                   g_case);
+      const Entry* base =
+          bases.empty() || below(rng, 4) != 0 ? nullptr : bases[below(rng, bases.size())];
+      input = target->generate(seeds, base ? &base->input : nullptr, rng);
+      origin = base ? "a mutation of " + base->name : "a mutation of the seed";
+    }
+    std::snprintf(g_case, sizeof g_case,
+                  "%s, iteration %lld, %s (reproduce: --seed %llu --only %lld%s%s)", target->name,
+                  static_cast<long long>(iteration), origin.c_str(),
+                  static_cast<unsigned long long>(options.seed), static_cast<long long>(iteration),
+                  options.target.empty() ? "" : " --target ", options.target.c_str());
+    const Result result = read_input(*target, input, work);
+    if (!result.failure.empty()) {
+      std::fprintf(stderr, "fuzz_files: FAILURE: %s in %s\n", result.failure.c_str(), g_case);
       status = 1;
+      ++iteration;
       break;
+    }
+    ++(result.error.empty() ? outcomes[target->name].first : outcomes[target->name].second);
+    if (options.show_errors && !result.error.empty()) {
+      std::printf("%s: %.300s\n", target->name, result.error.c_str());
+    }
+    const std::string feature = feature_of(*target, result, work);
+    // A corpus entry's features count, but only new inputs are written.
+    if (!features.add({feature}).empty() && !replaying && !options.write_corpus.empty()) {
+      const Input small = minimise(*target, input, feature, work);
+      tandem::fuzz::write_corpus_entry(options.write_corpus, target->corpus_name, serialize(small));
+      ++written;
     }
   }
   done.store(true);
@@ -776,6 +998,14 @@ int main(int argc, char** argv) {
     std::printf("fuzz_files: %-20s %8lld values, %8lld errors\n", name.c_str(),
                 static_cast<long long>(counts.first), static_cast<long long>(counts.second));
   }
+  if (options.show_features) {
+    for (const std::string& feature : features.all()) std::printf("feature: %s\n", feature.c_str());
+  }
+  std::printf("fuzz_files: %zu features%s\n", features.size(),
+              options.write_corpus.empty()
+                  ? ""
+                  : (", " + std::to_string(written) + " entries written to " + options.write_corpus)
+                        .c_str());
   std::printf("fuzz_files: %s after %lld iterations (reproduce: --seed %llu --iterations %lld)\n",
               status == 0 ? "passed" : "FAILED", static_cast<long long>(iteration),
               static_cast<unsigned long long>(options.seed), static_cast<long long>(iteration));

@@ -1,5 +1,7 @@
-// The inputs that tandem_fuzz_files and its review found mishandled by a reader, each pinned to
-// the clear tandem::Error it gives now. The files are made here, byte by byte.
+// What the fuzzers found, each pinned to the behaviour it has now:
+// - tandem_fuzz_files: inputs a reader mishandled, each with the clear tandem::Error it gives
+//   now (the files are made here, byte by byte);
+// - tandem_fuzz_ops: op sequences that broke a promise of the front end.
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 #include <zlib.h>
@@ -119,6 +121,45 @@ TEST_SUITE("fuzz.regressions") {
       write(path, Bytes(edited.begin(), edited.end()));
       CHECK_THROWS_WITH_AS(nn::ImportedBlock::load(path.string(), files.params),
                            doctest::Contains("the input"), tandem::Error);
+    }
+  }
+
+  TEST_CASE("an in-place scalar op on a uint8 array throws at the call") {
+    // tandem_fuzz_ops: `x += 1e30` on a uint8 array was accepted at the call and failed in the
+    // kernel ("a compute kernel was given a uint8 array"), at the next sync point, while
+    // `x + 1e30` and `x += y` throw at the call, as the header promises for dtype mistakes.
+    nd::NDArray bytes = nd::zeros({2, 3}).astype(nd::uint8);
+    CHECK_THROWS_WITH_AS(bytes += 1e30, doctest::Contains("add is not defined for uint8"),
+                         tandem::Error);
+    CHECK_THROWS_WITH_AS(bytes -= 1, doctest::Contains("subtract is not defined for uint8"),
+                         tandem::Error);
+    CHECK_THROWS_WITH_AS(bytes *= 2, doctest::Contains("multiply is not defined for uint8"),
+                         tandem::Error);
+    CHECK_THROWS_WITH_AS(bytes /= 2, doctest::Contains("divide is not defined for uint8"),
+                         tandem::Error);
+    // Nothing was queued: the array reads back as it was.
+    CHECK(bytes.to_vector<int>() == std::vector<int>(6, 0));
+  }
+
+  TEST_CASE("where on a uint8 array or condition throws at the call") {
+    // tandem_fuzz_ops: nd::where(c, bytes, 0.5) and a uint8 condition were accepted at the
+    // call; the kernel (cpu and sim alike) refused the uint8 array when the op ran, so the error
+    // came at the next sync point on the result.
+    const nd::NDArray bytes = nd::ones({2, 3}).astype(nd::uint8);
+    const nd::NDArray values = nd::ones({2, 3});
+    for (const tandem::Device device : {tandem::cpu(), tandem::sim(0)}) {
+      if (device.kind == tandem::DeviceKind::sim &&
+          tandem::device_count(tandem::DeviceKind::sim) == 0) {
+        continue;
+      }
+      const nd::NDArray b = bytes.copyto(device), v = values.copyto(device);
+      CHECK_THROWS_WITH_AS(nd::where(v, b, 0.5),
+                           doctest::Contains("where is not defined for uint8"), tandem::Error);
+      CHECK_THROWS_WITH_AS(nd::where(v, b, b), doctest::Contains("where is not defined for uint8"),
+                           tandem::Error);
+      CHECK_THROWS_WITH_AS(nd::where(b, v, v), doctest::Contains("where is not defined for uint8"),
+                           tandem::Error);
+      CHECK(nd::where(v, v, 0.5).to_vector<float>() == std::vector<float>(6, 1.0f));
     }
   }
 }

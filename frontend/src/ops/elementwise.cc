@@ -89,6 +89,7 @@ void in_place(BinaryOp op, NDArray& target, const NDArray& other) {
 void in_place_scalar(BinaryOp op, NDArray& target, double scalar) {
   const char* name = ops::op_name(op);
   detail::check_defined(name, target);
+  detail::check_computable(name, target.dtype());
   check_scalar_divisor(op, target.dtype(), scalar);
   detail::note_in_place_write(name, target);
   detail::push_binary_scalar(op, target, scalar, false, target);
@@ -175,6 +176,8 @@ NDArray where(const NDArray& condition, const NDArray& a, const NDArray& b) {
       [&] {
         Engine& engine = detail::check_same_place(op, {&condition, &a, &b});
         detail::check_same_dtype(op, a, b);
+        detail::check_computable(op, a.dtype());
+        detail::check_computable(op, condition.dtype());
         shape = ops::broadcast_shapes(ops::broadcast_shapes(condition.shape(), a.shape(), op),
                                       b.shape(), op);
         return detail::OpPlan{&engine, shape, a.dtype(), a.device()};

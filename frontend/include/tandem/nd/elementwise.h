@@ -31,7 +31,8 @@ NDArray minimum(const NDArray& a, double b);
 // the bounds and on them, 0 outside). tandem::Error when lo > hi.
 NDArray clip(const NDArray& x, double lo, double hi);
 // a where condition is nonzero, else b: condition, a and b broadcast together; a and b share
-// dtype (the result's), condition may have any dtype; all on one device. Differentiable in a
+// dtype (the result's), condition may have any other compute dtype (none of the three uint8:
+// tandem::Error at the call); all on one device. Differentiable in a
 // and b (the gradient goes to the branch taken), exportable; values of the branch not taken
 // never reach the result (where(x > 0, log(x), 0) has no NaN).
 NDArray where(const NDArray& condition, const NDArray& a, const NDArray& b);
