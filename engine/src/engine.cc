@@ -14,6 +14,7 @@
 #include "capture/graph_recorder.h"
 #include "engine_core.h"
 #include "naive_engine.h"
+#include "tandem/detail/fault_injection.h"
 #include "tandem/profiler.h"
 #include "threaded_engine.h"
 #include "var_state.h"
@@ -259,6 +260,8 @@ void finish_default_engine_at_exit() {
 
 EngineFacade* create_default(const EngineConfig& config) {
   detail::set_log_level(config.log_level);
+  // Test-only (TANDEM_FAULTS): armed with the process-wide engine, before its first op.
+  if (!config.faults.empty()) testing::arm_faults(testing::parse_fault_plan(config.faults));
   auto* engine = new EngineFacade(make_core(config), new detail::VarOwner());
   engine->profile_to_file();
   if (exiting) engine->go_inline();

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "tandem/detail/fault_injection.h"
 #include "tandem/engine_config.h"
 #include "tandem/errors.h"
 
@@ -174,6 +175,14 @@ EngineConfig EngineConfig::from_env(const char* (*getenv)(const char*)) {
   if (const char* v = getenv("TANDEM_PROFILE")) config.profile_path = trimmed(v);
   if (const char* v = getenv("TANDEM_DEVICE_GRAPHS")) {
     config.device_graphs = parse_flag(part, "TANDEM_DEVICE_GRAPHS", v);
+  }
+  if (const char* v = getenv("TANDEM_FAULTS")) {
+    config.faults = trimmed(v);
+    try {
+      (void)testing::parse_fault_plan(config.faults);
+    } catch (const Error& e) {
+      reject(part, "TANDEM_FAULTS", v, std::string("a fault plan (") + e.what() + ")");
+    }
   }
   config.accel = read_accelerator_config(getenv);
   return config;

@@ -107,6 +107,18 @@ struct Subject {
 };
 
 constexpr const char* kWriterEnv = "TANDEM_TEST_CHECKPOINT_WRITER";
+
+// Whether a write of `path` is under way or was cut short: its temporary ("<path>.tmp.<pid>.<n>")
+// exists.
+bool has_temporary(const std::string& path) {
+  const std::string prefix = std::filesystem::path(path).filename().string() + ".tmp.";
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path(), error)) {
+    if (entry.path().filename().string().starts_with(prefix)) return true;
+  }
+  return false;
+}
 // 12 * 32768 + 3 doubles per Adam moment, two moments: a 6 MB file, a few ms to write.
 constexpr std::int64_t kWriterWidth = 32768;
 
@@ -483,21 +495,21 @@ TEST_SUITE("frontend.nn_tools") {
       while (!std::filesystem::exists(path) && !waited()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
-      while (!std::filesystem::exists(path + ".tmp") && !waited()) {
+      while (!has_temporary(path) && !waited()) {
       }
       ::kill(child, SIGKILL);
       int status = 0;
       ::waitpid(child, &status, 0);
       REQUIRE(std::filesystem::exists(path));
-      if (std::filesystem::exists(path + ".tmp")) ++interrupted;
+      if (has_temporary(path)) ++interrupted;
       Subject reader(kWriterWidth, 5);
       // A checkpoint has states only after an update: make them, then load over them.
       reader.step(nd::ones({4, 8}, nd::float64),
                   nd::from_vector(std::vector<std::int32_t>{0, 1, 2, 0}));
       reader.trainer->load_states(path);
       CHECK(reader.trainer->steps() >= 1);
-      std::filesystem::remove(path);
-      std::filesystem::remove(path + ".tmp");
+      std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     }
     MESSAGE(interrupted << " of 4 kills left a partial temporary file behind");
     CHECK(interrupted >= 1);  // at least one kill landed in the middle of a write

@@ -79,6 +79,9 @@ struct EngineConfig {
   AcceleratorConfig accel{};
   // spdlog level name: trace, debug, info, warn, error, critical, off.
   std::string log_level = "warn";
+  // Test-only: a fault-injection plan (tandem/detail/fault_injection.h, e.g. "host_alloc:7"),
+  // armed process-wide when this configuration makes the process-wide engine. Empty: off.
+  std::string faults{};
 
   // Defaults overridden by TANDEM_* environment variables (values trimmed of surrounding
   // whitespace); throws tandem::Error naming the variable, its value, the accepted values and

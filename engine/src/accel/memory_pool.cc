@@ -13,6 +13,7 @@
 
 #include "base/assertions.h"
 #include "base/logging.h"
+#include "tandem/detail/fault_injection.h"
 #include "tandem/launch_counters.h"
 
 namespace tandem {
@@ -127,8 +128,19 @@ void MemoryPool::throw_out_of_memory(std::size_t bytes) const {
           "use smaller batches");
 }
 
+// Test-only (tandem/detail/fault_injection.h): an accelerator pool's allocation fails as if the
+// device were full.
+void MemoryPool::inject_fault(std::size_t bytes) const {
+  if (!device_.is_accelerator() || !detail::inject_fault(testing::FaultKind::device_allocation)) {
+    return;
+  }
+  throw OutOfMemoryError(
+      device_, bytes, what_ + detail::injected_fault_note(testing::FaultKind::device_allocation));
+}
+
 MemoryBlock MemoryPool::allocate(std::size_t bytes) {
   if (bytes == 0) return {};
+  if (detail::faults_armed()) inject_fault(bytes);
   const MemoryBlock block = try_allocate(bytes);
   if (block.data == nullptr) throw_out_of_memory(bytes);
   return block;
@@ -136,6 +148,7 @@ MemoryBlock MemoryPool::allocate(std::size_t bytes) {
 
 MemoryBlock MemoryPool::allocate_or_wait(std::size_t bytes) {
   if (bytes == 0) return {};
+  if (detail::faults_armed()) inject_fault(bytes);
   for (;;) {
     std::uint64_t seen = 0;
     {

@@ -9,6 +9,7 @@
 #include "core/host_pool.h"
 #include "core/modes.h"
 #include "core/storage_reuse.h"
+#include "tandem/detail/fault_injection.h"
 #include "tandem/errors.h"
 #include "tandem/inside_op.h"
 
@@ -175,8 +176,15 @@ void* allocate_for(Storage& storage) {
     return storage.accelerator->device_pool().allocate(storage.bytes).data;  // throws on OOM
   }
   if (storage.pinned != nullptr) return storage.pinned->allocate(storage.bytes).data;
-  return storage.bytes <= Storage::kInlineBytes ? storage.inline_data
-                                                : host_allocate(storage.bytes);
+  if (storage.bytes <= Storage::kInlineBytes) return storage.inline_data;
+  // Test-only (tandem/detail/fault_injection.h): the host has no memory for this array.
+  if (tandem::detail::faults_armed() &&
+      tandem::detail::inject_fault(testing::FaultKind::host_allocation)) {
+    throw Error("tandem: out of memory on " + to_string(storage.device) + " allocating " +
+                describe_bytes(storage.bytes) +
+                tandem::detail::injected_fault_note(testing::FaultKind::host_allocation));
+  }
+  return host_allocate(storage.bytes);
 }
 
 void free_for(Storage& storage, void* memory) noexcept {

@@ -10,9 +10,12 @@ namespace tandem::nd::detail {
 // when it is missing, unreadable or a directory.
 std::vector<unsigned char> read_file_bytes(const char* op, const std::string& path);
 
-// Writes `bytes` to `path` through a temporary file in the same directory that is renamed over
-// `path` once complete, so a failed or interrupted write never leaves a half-written file under
-// the final name. Throws tandem::Error naming the file and the reason.
+// Writes `bytes` to `path` through a temporary file of its own in the same directory
+// ("<path>.tmp.<pid>.<n>"), fsync'ed, renamed over `path` once complete, then the directory
+// fsync'ed: a failed, killed or power-cut write never leaves a half-written file under the
+// final name, and once the call returns the new contents survive a crash. Temporaries left by
+// writers of `path` that were killed (their process is gone) are removed. Throws tandem::Error
+// naming the file, the step that failed and the reason.
 void write_file_bytes(const char* op, const std::string& path,
                       const std::vector<unsigned char>& bytes);
 

@@ -1,5 +1,6 @@
 // Trainer::save_states / load_states: a checkpoint of the optimizer's side of training, as an
-// nd::save file (written to "<path>.tmp" and renamed, so a crash mid-write keeps the old one).
+// nd::save file (written to a temporary file, fsync'ed and renamed, so a crash mid-write keeps the
+// old one).
 //
 // Entries: "trainer/steps" and "trainer/random" (int64: the step count; the default generator's
 // seed and counter, bit for bit), "trainer/learning_rate" (float64), an empty array named

@@ -119,6 +119,8 @@ class MemoryPool {
   // nullptr when the raw allocator has no memory left even after releasing the cache.
   MemoryBlock try_allocate(std::size_t bytes);
   [[noreturn]] void throw_out_of_memory(std::size_t bytes) const;
+  // Throws OutOfMemoryError when fault injection fails this allocation.
+  void inject_fault(std::size_t bytes) const;
   // Takes the block out of use and into the cache; false when the cache had no room (the
   // caller then returns it to the raw allocator). Under mutex_.
   bool cache_locked(MemoryBlock block) noexcept;

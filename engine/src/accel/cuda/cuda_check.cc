@@ -1,5 +1,6 @@
 #include "cuda_check.h"
 
+#include "tandem/detail/fault_injection.h"
 #include "tandem/device.h"
 #include "tandem/errors.h"
 
@@ -10,8 +11,23 @@ std::string cuda_error_message(const char* call, int device, cudaError_t error) 
          " failed: " + cudaGetErrorString(error) + " (" + cudaGetErrorName(error) + ")";
 }
 
+namespace {
+
+// Test-only (tandem/detail/fault_injection.h): a call that succeeded is reported as failed. Its
+// effect stays (a cudaMalloc's block leaks): the point is the caller's error path.
+void inject_call_fault(const char* call, int device) {
+  if (!inject_fault(testing::FaultKind::cuda_call)) return;
+  throw Error(cuda_error_message(call, device, cudaErrorUnknown) +
+              injected_fault_note(testing::FaultKind::cuda_call));
+}
+
+}  // namespace
+
 void check_cuda(cudaError_t error, const char* call, int device) {
-  if (error == cudaSuccess) return;
+  if (error == cudaSuccess) {
+    if (faults_armed()) inject_call_fault(call, device);
+    return;
+  }
   // Non-sticky errors stay as the thread's last error until read: clear it here, it is
   // reported by the exception. (A sticky error keeps coming back from every call anyway.)
   (void)cudaGetLastError();
@@ -19,7 +35,10 @@ void check_cuda(cudaError_t error, const char* call, int device) {
 }
 
 void check_cublas(cublasStatus_t status, const char* call, int device) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    if (faults_armed()) inject_call_fault(call, device);
+    return;
+  }
   throw Error(std::string("tandem: ") + call + " on " + to_string(tandem::cuda(device)) +
               " failed: " + cublasGetStatusString(status) + " (" + cublasGetStatusName(status) +
               ")");

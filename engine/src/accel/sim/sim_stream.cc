@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "tandem/detail/fault_injection.h"
 #include "tandem/errors.h"
 
 namespace tandem::detail {
@@ -116,7 +117,16 @@ EventRef SimStream::record(bool timing) {
   return event;
 }
 
+// Test-only (tandem/detail/fault_injection.h): a launch refused, as a full or broken CUDA launch
+// queue refuses one, before anything is enqueued.
+void SimStream::inject_launch_fault(const char* what) const {
+  if (!detail::inject_fault(testing::FaultKind::sim_launch)) return;
+  throw Error("tandem: " + name_ + ": launching a " + what + " failed" +
+              detail::injected_fault_note(testing::FaultKind::sim_launch));
+}
+
 void SimStream::enqueue_host(std::function<void()> work, WorkCost cost) {
+  if (detail::faults_armed()) inject_launch_fault("kernel");
   Item item;
   item.kind = Kind::host;
   item.work = std::move(work);
@@ -125,6 +135,7 @@ void SimStream::enqueue_host(std::function<void()> work, WorkCost cost) {
 }
 
 void SimStream::copy(void* dst, const void* src, std::size_t bytes) {
+  if (detail::faults_armed()) inject_launch_fault("copy");
   Item item;
   item.kind = Kind::copy;
   item.cost.bytes = static_cast<double>(bytes);
@@ -179,6 +190,14 @@ template <class Body>
 SimStream::TimePoint SimStream::hold(TimePoint begin, const WorkCost& cost, Body&& body) {
   count_modelled(model_.duration(cost));
   if (segment_error_) return begin;  // downstream of a failure: skipped, like a poisoned op
+  // Test-only: the item fails on the device, as a faulting kernel does; the record after it
+  // completes its event with the error.
+  if (detail::faults_armed() && detail::inject_fault(testing::FaultKind::sim_kernel)) {
+    fail(std::make_exception_ptr(
+        Error("tandem: " + name_ + ": a kernel or copy failed on the device" +
+              detail::injected_fault_note(testing::FaultKind::sim_kernel))));
+    return begin;
+  }
   SimSharedRate* const shared = model_.shared_rate.get();
   // The share starts at the item's device time, with the body, so a body that really takes
   // longer is not charged twice.

@@ -153,6 +153,8 @@ class SimStream final : public Stream {
   TimePoint wait_for_share(SimSharedRate& shared, std::uint64_t ticket,
                            std::chrono::nanoseconds after);
   void fail(std::exception_ptr error);
+  // Test-only fault injection of a launch (tandem/detail/fault_injection.h).
+  void inject_launch_fault(const char* what) const;
   // A graph launch begun at `begin`: its items in order, one latency for all, each item taking
   // its share of a shared rate like a kernel would (sim_device_graph.cc). Returns its end.
   TimePoint run_graph(TimePoint begin, const SimGraphItems& graph);

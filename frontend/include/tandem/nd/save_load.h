@@ -25,7 +25,9 @@ using NamedArrays = std::vector<std::pair<std::string, NDArray>>;
 
 // Writes `arrays` to `path` (replacing it). A sync point: waits for each array's values (from
 // any device: they are read back to the host) and rethrows an error an array carries. The file
-// appears under `path` only once it is complete (written to "<path>.tmp", then renamed).
+// appears under `path` only once it is complete and on the disk (written to a temporary file of
+// this save alone, "<path>.tmp.<pid>.<n>", fsync'ed, then renamed over `path`): a process killed
+// mid-save leaves the old file whole.
 // Throws tandem::Error for a null array, duplicate names, or a file that cannot be written.
 void save(const std::string& path, const NamedArrays& arrays);
 // One array, saved under the empty name; load_array reads it back.
