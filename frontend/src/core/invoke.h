@@ -1,4 +1,4 @@
-// invoke: the one path of an op with a record (core/op_definition.h). It checks, allocates,
+// invoke: the one path of an op (its record: core/op_definition.h). It checks, allocates,
 // pushes, then reports to the mode stack, in that order; the op file gives only what is special
 // about the op: its check (which returns an OpPlan) and its push.
 //

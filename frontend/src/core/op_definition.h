@@ -1,6 +1,7 @@
-// One record per op: what the modes and the graph import need to know about an op that is not
-// an element-wise row (those are rows of tandem/ops/unary_ops.h and binary_ops.h). An op file
-// defines one constant OpDefinition per graph node name, next to the op:
+// One record per op: what the modes, the graph import and the tests need to know about an op.
+// The element-wise rows' records are generated from the rows (ops/elementwise_records.cc), the
+// views' and copies' are in core/views.cc; an op file defines one constant OpDefinition per
+// graph node name, next to the op:
 //
 //   struct TakeAttrs { int axis; };
 //   const detail::OpDefinition kTake{
@@ -12,9 +13,11 @@
 //       .import = [](const detail::OpAttrReader& r, const std::vector<NDArray>& in) {
 //         return take(in[0], in[1], static_cast<int>(r.integer("axis")));
 //       },
-//       .gradient = take_gradient};  // builds an OpGradient from the call
+//       .gradient = take_gradient,   // builds an OpGradient from the call
+//       .examples = take_examples};  // calls of the op for tests/frontend/op_records_test.cc
 //
-// and runs through detail::invoke (core/invoke.h), which reports an OpCall pointing at it. The
+// and runs through detail::invoke (core/invoke.h; a view through report_view, core/modes.h),
+// which reports an OpCall pointing at it. The
 // modes read the record, never the op: the export trace writes a node named `name` with
 // write_attrs' attributes, autograd records `gradient`'s rule, and the graph import
 // (graph/graph_ops.cc) finds the record by name and calls `import`. So a new op adds nothing to
