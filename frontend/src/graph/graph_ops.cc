@@ -11,10 +11,11 @@
 // copies), ops/elementwise_records.cc (the element-wise rows) and every op file of ops/. Each
 // defines op_definitions_<file>() (TANDEM_OP_DEFINITIONS). Naming the file here also makes a
 // program linking the static library link it, so an imported graph finds every op.
-#define TANDEM_OP_FILES(X)                                                                   \
-  X(views)                                                                                   \
-  X(convolution) X(creation) X(elementwise) X(elementwise_rows) X(join) X(linalg) X(network) \
-      X(pooling) X(random) X(reduce)
+// clang-format off
+#define TANDEM_OP_FILES(X)                                                                  \
+  X(views) X(convolution) X(creation) X(elementwise) X(elementwise_rows) X(join) X(linalg) \
+  X(network) X(pooling) X(random) X(reduce)
+// clang-format on
 
 namespace tandem::nd::detail {
 
