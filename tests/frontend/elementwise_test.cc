@@ -9,14 +9,6 @@ namespace tandem::testing {
 
 namespace {
 
-// The binary ops are the rows of TANDEM_BINARY_OPS (op_rows.h): a new row is tested here with
-// no edit.
-using BinaryCase = BinaryRow;
-
-const std::vector<BinaryRow>& binary_cases() {
-  return binary_rows();
-}
-
 const std::vector<DType> kAllTypes{nd::float32, nd::float64, nd::int32, nd::int64};
 
 // Inputs that keep every op defined: positive bases for power, non-zero integer divisors.
@@ -34,7 +26,7 @@ Host operand(const Shape& shape, std::mt19937_64& rng, DType dtype, bool positiv
   return h;
 }
 
-double integer_reference(const BinaryCase& c, double a, double b) {
+double integer_reference(const BinaryRow& c, double a, double b) {
   return c.integer_reference(a, b);
 }
 
@@ -49,7 +41,7 @@ const std::vector<std::pair<Shape, Shape>> kShapePairs{
 TEST_SUITE("frontend.elementwise") {
   TEST_CASE("binary ops match the reference for every dtype and broadcast") {
     std::mt19937_64 rng(1);
-    for (const BinaryCase& c : binary_cases()) {
+    for (const BinaryRow& c : binary_rows()) {
       for (DType dtype : kAllTypes) {
         if (c.floating_only && !ops::is_floating(dtype)) continue;
         for (const auto& [sa, sb] : kShapePairs) {
@@ -80,7 +72,7 @@ TEST_SUITE("frontend.elementwise") {
       REQUIRE_FALSE(a.is_contiguous());
       REQUIRE_FALSE(b.is_contiguous());
       const Host ha = host_slice(base_a, 1, 2 * n, 2), hb = host_transpose(base_b);
-      for (const BinaryCase& c : binary_cases()) {
+      for (const BinaryRow& c : binary_rows()) {
         if (c.floating_only) continue;
         const bool integral = !ops::is_floating(dtype);
         check_matches(c.function(a, b),

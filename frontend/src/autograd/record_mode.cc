@@ -1,10 +1,10 @@
 // Autograd recording as a mode of the mode stack (core/modes.h): each op's call becomes a tape
-// node by its form's rule (gradients_*.cc), or by the rule the op gave itself.
+// node by the gradient rule of its record (core/op_definition.h). No op is named here.
 #include <string>
 #include <vector>
 
-#include "autograd/record.h"
 #include "autograd/tape.h"
+#include "core/access.h"
 #include "core/modes.h"
 #include "core/op_definition.h"
 #include "tandem/errors.h"
@@ -15,54 +15,46 @@ namespace {
 
 using nd::NDArray;
 using nd::detail::OpCall;
-using nd::detail::OpForm;
 
-// An op's own rule: its saved arrays are detached and versioned here, then handed to the rule.
-void record_own_rule(const char* name, const nd::detail::OpGradient& gradient, NDArray& out) {
+// An op's rule: its saved arrays are detached and versioned here, then handed to the rule.
+void record_rule(const char* name, const nd::detail::OpGradient& gradient, NDArray& out) {
   Saver save;
   std::vector<NDArray> saved;
   saved.reserve(gradient.saved.size());
   for (const NDArray& array : gradient.saved)
     saved.push_back(array.defined() ? save(array) : NDArray());
-  record_node(name, gradient.inputs, {&out}, save.take(),
-              [rule = gradient.rule, saved = std::move(saved)](const std::vector<NDArray>& g) {
-                return rule(g, saved);
-              });
+  record_node(
+      name, gradient.inputs, {&out}, save.take(),
+      [rule = gradient.rule, saved](const std::vector<NDArray>& g) { return rule(g, saved); });
+  Node& node = *nd::detail::NDArrayAccess::grad_node(out);
+  if (gradient.rule_into) {
+    node.backward_into = [rule = gradient.rule_into, saved = std::move(saved)](
+                             const std::vector<NDArray>& g,
+                             std::vector<GradientDestination>& destinations) {
+      return rule(g, saved, destinations);
+    };
+  }
+  if (gradient.same_view_of) node.same_view_of = gradient.same_view_of;
 }
 
 class RecordMode final : public nd::detail::Mode {
  public:
   RecordMode() : Mode(nd::detail::ModeKind::record) {}
 
+  // Every op has a record: its rule, for the inputs that need a gradient.
   void op(const OpCall& c) override {
-    switch (c.form) {
-      case OpForm::unary:
-        return record_unary(c.unary_op, *c.x, *c.out);
-      case OpForm::binary:
-        return record_binary(c.binary_op, *c.x, *c.y, *c.out);
-      case OpForm::binary_scalar:
-        return record_binary_scalar(c.binary_op, *c.x, c.scalar, c.scalar_first, *c.out);
-      case OpForm::dot:
-        return record_dot(*c.x, *c.y, *c.out);
-      case OpForm::transpose:
-        return record_transpose(*c.x, *c.axes, *c.out);
-      case OpForm::reshape:
-        return record_reshape(*c.x, *c.out);
-      case OpForm::slice:
-        return record_slice(*c.x, c.begin, c.step, *c.out);
-      case OpForm::index:
-        return record_index(*c.x, c.begin, *c.out);
-      case OpForm::copy:
-        return record_copy(c.name, *c.x, *c.out);
-      case OpForm::concat:
-        return record_concat(*c.arrays, *c.axis, *c.out);
-      // An op with a record: its rule, when an input needs a gradient.
-      case OpForm::defined:
-        if (c.definition->gradient == nullptr || !wants_gradient(c.inputs, c.input_count)) return;
-        if (const nd::detail::OpGradient gradient = c.definition->gradient(c); gradient.rule)
-          record_own_rule(c.name, gradient, *c.out);  // no rule: none for this call (argmax)
-        return;
+    if (c.definition->gradient == nullptr) return;
+    std::uint64_t wanted = 0;
+    for (std::size_t i = 0; i < c.input_count; ++i) {
+      const NDArray* input = c.inputs[i];
+      if (input != nullptr && input->defined() && needs_grad(*input))
+        wanted |= i < 64 ? std::uint64_t{1} << i : ~std::uint64_t{0};
     }
+    if (wanted == 0) return;
+    OpCall call = c;
+    call.gradient_inputs = wanted;
+    if (const nd::detail::OpGradient gradient = c.definition->gradient(call); gradient.rule)
+      record_rule(c.name, gradient, *c.out);  // no rule: none for this call (argmax, integers)
   }
 
   bool wants_gradient(const NDArray* const* inputs, std::size_t count) const override {

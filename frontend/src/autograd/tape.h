@@ -44,15 +44,8 @@ struct SavedArray {
   std::uint32_t version = 0;
 };
 
-// Where a gradient rule may write the gradient of one of its inputs itself: the gradient buffer
-// of the leaf the input is (or a view of it, for an input that is a view of a leaf), overwritten
-// (GradReq::write) or added into (GradReq::add). The rule sets `written` when it did; otherwise
-// it returns that input's gradient as usual and backward delivers it.
-struct GradientDestination {
-  nd::NDArray buffer;  // undefined: no destination for this input
-  bool add = false;
-  bool written = false;
-};
+// Where a gradient rule may write an input's gradient itself (core/modes.h).
+using GradientDestination = nd::detail::GradientDestination;
 
 // A gradient rule that can write inputs' gradients into the destinations offered (one entry per
 // input, most of them empty). It returns one gradient per input, undefined for those it wrote.

@@ -1,4 +1,5 @@
 // Copies between arrays and devices, dtype conversion, and assignment into an array.
+#include <cstring>
 #include <string>
 
 #include "core/access.h"
@@ -6,6 +7,7 @@
 #include "core/elementwise_push.h"
 #include "core/modes.h"
 #include "core/transfer.h"
+#include "core/views.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/errors.h"
 #include "tandem/nd/ndarray.h"
@@ -34,8 +36,13 @@ NDArray copy_as(const NDArray& source, DType dtype, Device device, const char* o
     // copyto keeps the dtype, so only the layout may need a same-device copy first.
     detail::push_transfer(dense(source), out, op);
   }
-  if (detail::ops_observed())
-    detail::report_op(detail::OpCall::of(detail::OpForm::copy, op, source, out));
+  // A copy's push is its own (a transfer, a pinned result): it reports with its record here.
+  // Inside it, dense(source) is a copy of its own, reported as such.
+  if (detail::ops_observed()) {
+    const NDArray* inputs[] = {&source};
+    detail::report_call(std::strcmp(op, "astype") == 0 ? detail::kAstype : detail::kCopy, inputs,
+                        nullptr, out, op);
+  }
   return out;
 }
 

@@ -1,4 +1,4 @@
-// invoke: the one path of an op with a record (core/op_definition.h). It checks, allocates,
+// invoke: the one path of an op (its record: core/op_definition.h). It checks, allocates,
 // pushes, then reports to the mode stack, in that order; the op file gives only what is special
 // about the op: its check (which returns an OpPlan) and its push.
 //
@@ -21,6 +21,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <utility>
 
 #include "core/access.h"
@@ -48,38 +49,47 @@ struct OpOutput {
   NDArray* kept = nullptr;  // set when `gradient`
 };
 
-// Tells the modes in `paused` about the op (OpForm::defined).
+// Tells the modes in `paused` about the op.
 void report_definition(const OpModesPaused& paused, const OpDefinition& definition,
-                       std::initializer_list<const NDArray*> inputs, const void* attrs,
-                       NDArray& out, const NDArray* kept);
+                       std::span<const NDArray* const> inputs, const void* attrs, NDArray& out,
+                       const NDArray* kept, const char* name);
 
 // The push with a mode on: asks once whether the gradient is wanted, hides the modes from the
 // push's own steps, reports the op.
 template <class Push>
-void push_observed(const OpDefinition& definition, std::initializer_list<const NDArray*> inputs,
-                   const void* attrs, NDArray& out, Push&& push) {
+void push_observed(const OpDefinition& definition, std::span<const NDArray* const> inputs,
+                   const void* attrs, NDArray& out, const char* name, Push&& push) {
   NDArray kept[2];
   OpOutput output{out, definition.gradient != nullptr && gradient_wanted(inputs), kept};
   const OpModesPaused paused;
   std::forward<Push>(push)(output);
-  report_definition(paused, definition, inputs, attrs, out, kept);
+  report_definition(paused, definition, inputs, attrs, out, kept, name);
 }
 
+// invoke with the inputs as a span (an op with any number of them: concat) and the name
+// autograd gives the node when it is not the record's (null: the record's).
 template <class Check, class Push>
-NDArray invoke(const OpDefinition& definition, std::initializer_list<const NDArray*> inputs,
-               const void* attrs, Check&& check, Push&& push) {
+NDArray invoke_inputs(const OpDefinition& definition, std::span<const NDArray* const> inputs,
+                      const void* attrs, const char* name, Check&& check, Push&& push) {
   const OpPlan plan = std::forward<Check>(check)();
   // One named result for every path: it is built in the caller's return slot.
   NDArray out = plan.allocate ? allocate_array(*plan.engine, plan.shape, plan.dtype, plan.device,
-                                               definition.name)
+                                               name != nullptr ? name : definition.name)
                               : NDArray();
   if (!ops_observed()) [[likely]] {
     OpOutput output{out};
     std::forward<Push>(push)(output);
   } else {
-    push_observed(definition, inputs, attrs, out, std::forward<Push>(push));
+    push_observed(definition, inputs, attrs, out, name, std::forward<Push>(push));
   }
   return out;
+}
+
+template <class Check, class Push>
+NDArray invoke(const OpDefinition& definition, std::initializer_list<const NDArray*> inputs,
+               const void* attrs, Check&& check, Push&& push) {
+  return invoke_inputs(definition, std::span<const NDArray* const>(inputs.begin(), inputs.size()),
+                       attrs, nullptr, std::forward<Check>(check), std::forward<Push>(push));
 }
 
 }  // namespace tandem::nd::detail

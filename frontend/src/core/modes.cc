@@ -52,15 +52,38 @@ void report_op(const OpCall& call) {
   for_each_mode(stack, [&](Mode& mode) { mode.op(call); });
 }
 
-bool gradient_wanted(std::initializer_list<const NDArray*> inputs) {
+bool gradient_wanted(std::span<const NDArray* const> inputs) {
   if (mode_stack.observing == 0) [[likely]]
     return false;
   const ModeStack stack = mode_stack;
   bool wanted = false;
   for_each_mode(stack, [&](const Mode& mode) {
-    wanted = wanted || mode.wants_gradient(inputs.begin(), inputs.size());
+    wanted = wanted || mode.wants_gradient(inputs.data(), inputs.size());
   });
   return wanted;
+}
+
+namespace {
+
+OpCall call_of(const OpDefinition& definition, std::span<const NDArray* const> inputs,
+               const void* attrs, NDArray& out, const NDArray* kept, const char* name) {
+  OpCall call;
+  call.definition = &definition;
+  call.name = name != nullptr ? name : definition.name;
+  call.inputs = inputs.data();
+  call.input_count = inputs.size();
+  call.attrs = attrs;
+  call.out = &out;
+  call.kept = kept;
+  return call;
+}
+
+}  // namespace
+
+void report_call(const OpDefinition& definition, std::span<const NDArray* const> inputs,
+                 const void* attrs, NDArray& out, const char* name) {
+  if (mode_stack.observing == 0) return;
+  report_op(call_of(definition, inputs, attrs, out, nullptr, name));
 }
 
 void note_in_place_write(const char* op, const NDArray& target, const NDArray* source) {
@@ -98,17 +121,10 @@ void OpModesPaused::report(const OpCall& call) const {
 }
 
 void report_definition(const OpModesPaused& paused, const OpDefinition& definition,
-                       std::initializer_list<const NDArray*> inputs, const void* attrs,
-                       NDArray& out, const NDArray* kept) {
+                       std::span<const NDArray* const> inputs, const void* attrs, NDArray& out,
+                       const NDArray* kept, const char* name) {
   if (!paused.any()) return;
-  OpCall call(OpForm::defined, definition.name);
-  call.definition = &definition;
-  call.inputs = inputs.begin();
-  call.input_count = inputs.size();
-  call.attrs = attrs;
-  call.out = &out;
-  call.kept = kept;
-  paused.report(call);
+  paused.report(call_of(definition, inputs, attrs, out, kept, name));
 }
 
 void throw_if_capturing(const char* sync_call) {

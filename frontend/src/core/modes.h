@@ -1,15 +1,10 @@
 // The mode stack: what the layers above the core (autograd recording, the export trace, the
 // capture window) do to the front end's ops, as one thread-local stack that an op asks once.
 //
-// An op queues its work, then reports itself with one OpCall:
-//
-//   NDArray out = ...;                                          // checks, allocation, push
-//   if (detail::ops_observed()) detail::report_op(OpCall::unary(op, x, out));
-//   return out;
-//
-// An op with a record (core/op_definition.h: the reductions, conv2d, pooling, softmax, where,
-// take, ...) runs through detail::invoke (core/invoke.h), which reports one OpCall of form
-// `defined` pointing at the record; the modes read the record, not the op.
+// Every op has a record (core/op_definition.h) and runs through detail::invoke (core/invoke.h),
+// which reports one OpCall pointing at the record; a view (reshape, slice, transpose) reports
+// itself with detail::report_view. The modes read the record, never the op: no mode has a case
+// per op.
 //
 // Cost when no mode is on (every op, every call): one thread-local load and a branch. The
 // core and the op files know the stack only: each mode lives in its own folder (autograd/
@@ -24,12 +19,11 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "tandem/nd/ndarray.h"
-#include "tandem/ops/op_kinds.h"
 
 namespace tandem::nd::detail {
 
@@ -47,92 +41,59 @@ constexpr std::uint8_t mode_bit(ModeKind kind) {
   return static_cast<std::uint8_t>(1u << static_cast<unsigned>(kind));
 }
 
-// A gradient an op gives itself (an op made of several kernels, with a fused rule): the rule
-// gets the outputs' gradients and the `saved` arrays (detached, and checked at backward time
-// not to have been written in place since), and returns one gradient per input (undefined for
-// an input that needs none).
+// Where a gradient rule may write the gradient of one of its inputs itself: the gradient buffer
+// of the leaf the input is (or a view of it, for an input that is a view of a leaf), overwritten
+// (add = false) or added into (add = true). The rule sets `written` when it did; otherwise it
+// returns that input's gradient as usual and backward delivers it.
+struct GradientDestination {
+  NDArray buffer;  // undefined: no destination for this input
+  bool add = false;
+  bool written = false;
+};
+
+// An op's gradient rule for one call (OpDefinition::gradient builds it): the rule gets the
+// outputs' gradients and the `saved` arrays (detached, and checked at backward time not to have
+// been written in place since), and returns one gradient per input (undefined for an input
+// that needs none).
 struct OpGradient {
-  std::vector<NDArray> inputs;
-  std::vector<NDArray> saved;
+  std::vector<NDArray> inputs{};
+  std::vector<NDArray> saved{};
   std::function<std::vector<NDArray>(const std::vector<NDArray>& output_grads,
                                      const std::vector<NDArray>& saved)>
-      rule;
+      rule{};
+  // Optional, beside `rule` (same gradients): a rule that may write an input's gradient straight
+  // into the destination backward offers (one entry per input, most of them empty), returning
+  // undefined for the inputs it wrote. dot's gemm writes or accumulates into a weight's buffer.
+  std::function<std::vector<NDArray>(const std::vector<NDArray>& output_grads,
+                                     const std::vector<NDArray>& saved,
+                                     std::vector<GradientDestination>& destinations)>
+      rule_into{};
+  // Optional, for an op whose one output is a view of its one input (transpose): the same view
+  // taken of an array shaped like the input, so that a destination for the input's gradient
+  // gives one for the output's.
+  std::function<NDArray(const NDArray& input_shaped)> same_view_of{};
 };
 
-// The forms of call a mode tells apart: each carries its own fields of OpCall.
-enum class OpForm : std::uint8_t {
-  unary,          // unary(x)
-  binary,         // binary(x, y)
-  binary_scalar,  // binary(x, scalar), scalar_first
-  dot,            // x . y
-  transpose,      // x, axes
-  reshape,        // x
-  slice,          // x, begin, end, step along axis 0
-  index,          // x, begin = the index along axis 0
-  copy,           // name (copy, copyto, astype), x
-  concat,         // arrays, axis
-  defined,        // an op with a record (core/op_definition.h): definition, inputs,
-                  // input_count, attrs, kept
-};
-
-// One op's call as the modes see it: its form, its inputs and output, and its attributes.
-// Fields a form does not use keep their defaults. Built only when a mode is on.
+// One op's call as the modes see it: its record (core/op_definition.h), its inputs (a null
+// pointer or an undefined array is an optional input left out), its attributes (the record's own
+// type), its output and the intermediates it kept for its gradient (two, undefined when unused).
+// Built only when a mode is on.
 struct OpCall {
-  explicit OpCall(OpForm form_, const char* name_ = nullptr) : form(form_), name(name_) {}
-
-  OpForm form;
-  const char* name;
-  const NDArray* x = nullptr;
-  const NDArray* y = nullptr;
-  const std::vector<NDArray>* arrays = nullptr;
-  NDArray* out = nullptr;
-  ops::UnaryOp unary_op{};
-  ops::BinaryOp binary_op{};
-  double scalar = 0;
-  bool scalar_first = false;
-  std::optional<int> axis;
-  std::int64_t begin = 0, end = 0, step = 1;
-  const std::vector<int>* axes = nullptr;
-  // OpForm::defined: the op's record, its inputs (a null pointer or an undefined array is an
-  // optional input left out), its attributes (the record's own type) and the intermediates it
-  // kept for its gradient (two, undefined when unused).
   const OpDefinition* definition = nullptr;
+  // The name autograd gives the op's node: the record's, or the function's where several
+  // functions share a record (copyto and pin_memory are copies, operator[] is an index).
+  const char* name = nullptr;
   const NDArray* const* inputs = nullptr;
   std::size_t input_count = 0;
   const void* attrs = nullptr;
+  NDArray* out = nullptr;
   const NDArray* kept = nullptr;
+  // Which inputs the recording wants a gradient for (bit i: input i; inputs past 64: all), set
+  // by autograd before it asks the record's gradient: a rule computes and saves only those.
+  std::uint64_t gradient_inputs = ~std::uint64_t{0};
 
-  static OpCall unary(ops::UnaryOp op, const NDArray& x, NDArray& out) {
-    OpCall c(OpForm::unary);
-    c.unary_op = op;
-    c.x = &x;
-    c.out = &out;
-    return c;
-  }
-  static OpCall binary(ops::BinaryOp op, const NDArray& a, const NDArray& b, NDArray& out) {
-    OpCall c(OpForm::binary);
-    c.binary_op = op;
-    c.x = &a;
-    c.y = &b;
-    c.out = &out;
-    return c;
-  }
-  static OpCall binary_scalar(ops::BinaryOp op, const NDArray& a, double scalar, bool scalar_first,
-                              NDArray& out) {
-    OpCall c(OpForm::binary_scalar);
-    c.binary_op = op;
-    c.x = &a;
-    c.scalar = scalar;
-    c.scalar_first = scalar_first;
-    c.out = &out;
-    return c;
-  }
-  static OpCall of(OpForm form, const char* name, const NDArray& x, NDArray& out) {
-    OpCall c(form, name);
-    c.x = &x;
-    c.out = &out;
-    return c;
-  }
+  const NDArray& input(std::size_t i) const { return *inputs[i]; }
+  bool needs_gradient(std::size_t i) const { return i >= 64 || ((gradient_inputs >> i) & 1u) != 0; }
 };
 
 // One mode. Its events run after the op's work is queued (op) or before it (the others); a
@@ -146,9 +107,9 @@ class Mode {
 
   ModeKind kind() const { return kind_; }
 
-  // An op of the forms above, its work queued.
+  // An op, its work queued.
   virtual void op(const OpCall& call) { (void)call; }
-  // Whether the op about to run should build its own gradient rule (OpCall::gradient).
+  // Whether the op about to run with these inputs should keep what its gradient rule reads.
   virtual bool wants_gradient(const NDArray* const* inputs, std::size_t count) const {
     (void)inputs;
     (void)count;
@@ -160,8 +121,8 @@ class Mode {
     (void)target;
     (void)source;
   }
-  // `op` has no OpCall form (a random draw, an op of the user's own): `why` says what it
-  // would become in a graph.
+  // `op` has no record (a random draw, an op of the user's own): `why` says what it would
+  // become in a graph.
   virtual void opaque_op(const std::string& op, const std::string& why) {
     (void)op;
     (void)why;
@@ -200,12 +161,24 @@ inline Mode* mode_of(ModeKind kind) {
 
 // Tells each mode that sees ops about `call` (the caller checked ops_observed()).
 void report_op(const OpCall& call);
-// Whether a mode wants the op with these inputs to build its own gradient rule.
-bool gradient_wanted(std::initializer_list<const NDArray*> inputs);
+// Whether a mode wants the op with these inputs to keep what its gradient rule reads.
+bool gradient_wanted(std::span<const NDArray* const> inputs);
+// Tells each mode that sees ops about a call of `definition` (none when no mode is on): the
+// report of an op whose result is a view or whose push is its own (copies).
+void report_call(const OpDefinition& definition, std::span<const NDArray* const> inputs,
+                 const void* attrs, NDArray& out, const char* name = nullptr);
+inline void report_view(const OpDefinition& definition,
+                        std::initializer_list<const NDArray*> inputs, const void* attrs,
+                        NDArray& out, const char* name = nullptr) {
+  if (mode_stack.observing == 0) [[likely]]
+    return;
+  report_call(definition, std::span<const NDArray* const>(inputs.begin(), inputs.size()), attrs,
+              out, name);
+}
 // Tells the modes that `op` writes `target` in place (from `source`), then bumps the target's
 // write version. Every in-place write goes through here.
 void note_in_place_write(const char* op, const NDArray& target, const NDArray* source = nullptr);
-// Tells the modes about an op without an OpCall form (they may refuse it).
+// Tells the modes about an op without a record (they may refuse it).
 void note_opaque_op(const std::string& op, const std::string& why);
 
 // Puts `mode` on the stack for its lifetime (the one of its kind before it comes back after).

@@ -2,11 +2,14 @@
 #include "tandem/nd/ndarray.h"
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <string>
 
 #include "core/access.h"
 #include "core/checks.h"
 #include "core/modes.h"
+#include "core/views.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 #include "tandem/ops/kernels.h"
@@ -15,8 +18,6 @@ namespace tandem::nd {
 
 using detail::check_defined;
 using detail::NDArrayAccess;
-using detail::OpCall;
-using detail::OpForm;
 using detail::throw_if_capturing;
 
 namespace detail {
@@ -114,7 +115,7 @@ NDArray NDArray::reshape(Shape shape) const {
   if (!is_contiguous()) return copy().reshape(shape);
   NDArray out =
       NDArrayAccess::make(storage_, dtype_, shape, ops::contiguous_strides(shape), offset_);
-  if (detail::ops_observed()) detail::report_op(OpCall::of(OpForm::reshape, "reshape", *this, out));
+  detail::report_view(detail::kReshape, {this}, nullptr, out);
   return out;
 }
 
@@ -137,13 +138,8 @@ NDArray NDArray::slice(std::int64_t begin, std::int64_t end, std::int64_t step) 
   strides[0] = strides_[0] * step;
   NDArray out =
       NDArrayAccess::make(storage_, dtype_, shape, strides, offset_ + begin * strides_[0]);
-  if (detail::ops_observed()) {
-    OpCall call = OpCall::of(OpForm::slice, "slice", *this, out);
-    call.begin = begin;
-    call.end = end;
-    call.step = step;
-    detail::report_op(call);
-  }
+  const detail::SliceAttrs attrs{begin, end, step};
+  detail::report_view(detail::kSlice, {this}, &attrs, out);
   return out;
 }
 
@@ -162,11 +158,8 @@ NDArray NDArray::operator[](std::int64_t index) const {
     strides[static_cast<std::size_t>(i - 1)] = strides_[static_cast<std::size_t>(i)];
   NDArray out = NDArrayAccess::make(storage_, dtype_, shape_.without_axis(0), strides,
                                     offset_ + index * strides_[0]);
-  if (detail::ops_observed()) {
-    OpCall call = OpCall::of(OpForm::index, "index", *this, out);
-    call.begin = index;
-    detail::report_op(call);
-  }
+  const detail::IndexAttrs attrs{index};
+  detail::report_view(detail::kIndex, {this}, &attrs, out, "operator[]");
   return out;
 }
 
@@ -180,11 +173,11 @@ NDArray NDArray::T() const {
   }
   NDArray out = NDArrayAccess::make(storage_, dtype_, shape, strides, offset_);
   if (detail::ops_observed()) {
-    std::vector<int> reversed;
-    for (int i = ndim() - 1; i >= 0; --i) reversed.push_back(i);
-    OpCall call = OpCall::of(OpForm::transpose, "transpose", *this, out);
-    call.axes = &reversed;
-    detail::report_op(call);
+    std::array<int, ops::kMaxDims> reversed{};
+    for (int i = 0; i < ndim(); ++i) reversed[static_cast<std::size_t>(i)] = ndim() - 1 - i;
+    const detail::TransposeAttrs attrs{
+        std::span<const int>(reversed.data(), static_cast<std::size_t>(ndim()))};
+    detail::report_view(detail::kTranspose, {this}, &attrs, out);
   }
   return out;
 }

@@ -55,6 +55,8 @@ class JsonAttrWriter final : public OpAttrWriter {
   void integers(const char* key, std::span<const std::int64_t> values) override {
     attrs_[key] = nlohmann::json(std::vector<std::int64_t>(values.begin(), values.end()));
   }
+  void shape(const char* key, const Shape& value) override { attrs_[key] = shape_to_json(value); }
+  void dtype(const char* key, DType value) override { attrs_[key] = dtype_name(value); }
 
  private:
   nlohmann::json& attrs_;
@@ -80,6 +82,8 @@ class JsonAttrReader final : public OpAttrReader {
     for (const nlohmann::json& value : list) values.push_back(integer_from_json(value, key));
     return values;
   }
+  Shape shape(const char* key) const override { return shape_from_json(attrs_.at(key), key); }
+  DType dtype(const char* key) const override { return dtype_from_json(attrs_.at(key), key); }
 
  private:
   const nlohmann::json& attrs_;

@@ -18,6 +18,12 @@ struct GraphOp {
   std::function<NDArray(const nlohmann::json& attrs, const std::vector<NDArray>& inputs)> run;
 };
 
+struct OpDefinition;
+
+// Every op's record (core/op_definition.h), element-wise rows included: what the graph import
+// reads, and what the tests that follow the records iterate (tests/frontend/op_records_test.cc).
+std::vector<const OpDefinition*> all_op_definitions();
+
 // The op called `name`, or null when this build has none.
 const GraphOp* find_graph_op(const std::string& name);
 

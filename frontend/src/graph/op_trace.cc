@@ -2,9 +2,9 @@
 // the trace has not seen are constants.
 #include "graph/op_trace.h"
 
-#include <iterator>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/access.h"
 #include "core/checks.h"
@@ -59,11 +59,6 @@ void add_node(OpTrace::Graph& graph, const char* op, json attrs,
                                                            {"dtype", dtype_name(out.dtype())}}})}});
 }
 
-void add_node(OpTrace::Graph& graph, const char* op, json attrs,
-              std::initializer_list<const NDArray*> inputs, const NDArray& out) {
-  add_node(graph, op, std::move(attrs), std::span<const NDArray* const>(inputs), out);
-}
-
 // An op with a record: a node named after it, with the attributes it writes; optional inputs
 // left out are not the node's.
 void add_defined_node(OpTrace::Graph& graph, const OpCall& c) {
@@ -72,15 +67,12 @@ void add_defined_node(OpTrace::Graph& graph, const OpCall& c) {
     JsonAttrWriter writer(attrs);
     c.definition->write_attrs(c, writer);
   }
-  const NDArray* inputs[8];
-  std::size_t count = 0;
+  std::vector<const NDArray*> inputs;
+  inputs.reserve(c.input_count);
   for (std::size_t i = 0; i < c.input_count; ++i) {
-    if (c.inputs[i] == nullptr || !c.inputs[i]->defined()) continue;
-    if (count == std::size(inputs)) throw Error("tandem: export: an op with more than 8 inputs");
-    inputs[count++] = c.inputs[i];
+    if (c.inputs[i] != nullptr && c.inputs[i]->defined()) inputs.push_back(c.inputs[i]);
   }
-  add_node(graph, c.definition->name, std::move(attrs),
-           std::span<const NDArray* const>(inputs, count), *c.out);
+  add_node(graph, c.definition->name, std::move(attrs), inputs, *c.out);
 }
 
 }  // namespace
@@ -93,92 +85,8 @@ void OpTrace::add_parameter(const std::string& name, const NDArray& value) {
   graph_->parameters.emplace_back(name, add_value(*graph_, value));
 }
 
-void OpTrace::unary(ops::UnaryOp op, const NDArray& x, const NDArray& out) {
-  add_node(*graph_, ops::op_name(op), json::object(), {&x}, out);
-}
-
-void OpTrace::binary(ops::BinaryOp op, const NDArray& a, const NDArray& b, const NDArray& out) {
-  add_node(*graph_, ops::op_name(op), json::object(), {&a, &b}, out);
-}
-
-void OpTrace::binary_scalar(ops::BinaryOp op, const NDArray& a, double scalar, bool scalar_first,
-                            const NDArray& out) {
-  const std::string name = std::string(ops::op_name(op)) + "_scalar";
-  add_node(*graph_, name.c_str(),
-           json{{"scalar", scalar_to_json(scalar)}, {"scalar_first", scalar_first}}, {&a}, out);
-}
-
-void OpTrace::dot(const NDArray& a, const NDArray& b, const NDArray& out) {
-  add_node(*graph_, "dot", json::object(), {&a, &b}, out);
-}
-
-void OpTrace::transpose(const NDArray& x, const std::vector<int>& axes, const NDArray& out) {
-  add_node(*graph_, "transpose", json{{"axes", axes}}, {&x}, out);
-}
-
-void OpTrace::reshape(const NDArray& x, const NDArray& out) {
-  // A reshape that keeps axis 0 (flatten, Dense's input) keeps it at any batch size.
-  const bool keeps_axis0 = x.ndim() > 0 && out.ndim() > 0 && x.shape()[0] == out.shape()[0];
-  add_node(*graph_, "reshape",
-           json{{"shape", shape_to_json(out.shape())}, {"keep_axis0", keeps_axis0}}, {&x}, out);
-}
-
-void OpTrace::slice(const NDArray& x, std::int64_t begin, std::int64_t end, std::int64_t step,
-                    const NDArray& out) {
-  add_node(*graph_, "slice", json{{"begin", begin}, {"end", end}, {"step", step}}, {&x}, out);
-}
-
-void OpTrace::index(const NDArray& x, std::int64_t index, const NDArray& out) {
-  add_node(*graph_, "index", json{{"index", index}}, {&x}, out);
-}
-
-void OpTrace::copy(const char* op, const NDArray& x, const NDArray& out) {
-  if (std::string(op) == "astype") {
-    add_node(*graph_, "astype", json{{"dtype", dtype_name(out.dtype())}}, {&x}, out);
-    return;
-  }
-  add_node(*graph_, "copy", json::object(), {&x}, out);
-}
-
-void OpTrace::concat(const std::vector<NDArray>& arrays, int axis, const NDArray& out) {
-  json input_ids = json::array();
-  for (const NDArray& array : arrays) input_ids.push_back(id_of(*graph_, array));
-  // add_node takes a fixed list: build the node by hand for the variable one.
-  const int id = add_value(*graph_, out);
-  graph_->nodes.push_back(
-      json{{"op", "concat"},
-           {"attrs", json{{"axis", axis}}},
-           {"inputs", std::move(input_ids)},
-           {"outputs", json::array({json{{"id", id},
-                                         {"shape", shape_to_json(out.shape())},
-                                         {"dtype", dtype_name(out.dtype())}}})}});
-}
-
 void OpTrace::op(const OpCall& c) {
-  switch (c.form) {
-    case OpForm::unary:
-      return unary(c.unary_op, *c.x, *c.out);
-    case OpForm::binary:
-      return binary(c.binary_op, *c.x, *c.y, *c.out);
-    case OpForm::binary_scalar:
-      return binary_scalar(c.binary_op, *c.x, c.scalar, c.scalar_first, *c.out);
-    case OpForm::dot:
-      return dot(*c.x, *c.y, *c.out);
-    case OpForm::transpose:
-      return transpose(*c.x, *c.axes, *c.out);
-    case OpForm::reshape:
-      return reshape(*c.x, *c.out);
-    case OpForm::slice:
-      return slice(*c.x, c.begin, c.end, c.step, *c.out);
-    case OpForm::index:
-      return index(*c.x, c.begin, *c.out);
-    case OpForm::copy:
-      return copy(c.name, *c.x, *c.out);
-    case OpForm::concat:
-      return concat(*c.arrays, *c.axis, *c.out);
-    case OpForm::defined:
-      return add_defined_node(*graph_, c);
-  }
+  add_defined_node(*graph_, c);
 }
 
 void OpTrace::in_place_write(const char* op, const NDArray& /*target*/, const NDArray* /*source*/) {

@@ -3,23 +3,18 @@
 // name, attributes, input and output arrays), so that the graph can be written as JSON and run
 // again without the block's C++ code (tandem/nn/export.h).
 //
-// An op with a record (core/op_definition.h: conv2d, pooling, softmax, where, take, ...) becomes
-// a node named after its record, with the attributes the record writes; detail::invoke hides the
-// modes from the ops it is made of (its dense copies, its steps). The other forms (element-wise
-// rows, reductions, shape ops, copies) have a method each here. Ops a graph
-// cannot hold (random draws, in-place writes, autograd::record_op) are refused: the trace
-// throws tandem::Error naming the op.
+// Every op has a record (core/op_definition.h): it becomes a node named after its record, with
+// the attributes the record writes; detail::invoke hides the modes from the ops it is made of
+// (its dense copies, its steps). No op is named here. Ops a graph cannot hold (random draws,
+// in-place writes, autograd::record_op) are refused: the trace throws tandem::Error naming the
+// op.
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "core/modes.h"
 #include "tandem/nd/ndarray.h"
-#include "tandem/ops/op_kinds.h"
 
 namespace tandem::nd::detail {
 
@@ -39,21 +34,6 @@ class OpTrace final : public Mode {
   // The graph's input and parameters, known before the forward runs; ids in call order.
   void add_input(const NDArray& x);
   void add_parameter(const std::string& name, const NDArray& value);
-
-  // One node per call; each reads its inputs and writes one new output.
-  void unary(ops::UnaryOp op, const NDArray& x, const NDArray& out);
-  void binary(ops::BinaryOp op, const NDArray& a, const NDArray& b, const NDArray& out);
-  void binary_scalar(ops::BinaryOp op, const NDArray& a, double scalar, bool scalar_first,
-                     const NDArray& out);
-  void dot(const NDArray& a, const NDArray& b, const NDArray& out);
-  void transpose(const NDArray& x, const std::vector<int>& axes, const NDArray& out);
-  void reshape(const NDArray& x, const NDArray& out);
-  void slice(const NDArray& x, std::int64_t begin, std::int64_t end, std::int64_t step,
-             const NDArray& out);
-  void index(const NDArray& x, std::int64_t index, const NDArray& out);
-  // copy, copyto(device) (a copy: the graph is device-independent) and astype.
-  void copy(const char* op, const NDArray& x, const NDArray& out);
-  void concat(const std::vector<NDArray>& arrays, int axis, const NDArray& out);
 
   // Throws tandem::Error: `op` cannot be part of an exported graph, because `why`.
   [[noreturn]] void refuse(const std::string& op, const std::string& why) const;

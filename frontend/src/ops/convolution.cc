@@ -152,7 +152,31 @@ const detail::OpDefinition kConv2d{
           return in.size() == 3 ? conv2d(in[0], in[1], in[2], options)
                                 : conv2d(in[0], in[1], options);
         },
-    .gradient = conv2d_gradient};
+    .gradient = conv2d_gradient,
+    .examples =
+        [] {
+          const auto example = [](const char* label, bool bias, Conv2dOptions options) {
+            return detail::OpExample{
+                .label = label,
+                .inputs =
+                    [bias](Device d) {
+                      std::vector<NDArray> in{
+                          detail::example_array({2, 2, 5, 5}, d, 31, -1.0, 1.0),
+                          detail::example_array({4, 2, 3, 3}, d, 32, -1.0, 1.0)};
+                      if (bias) in.push_back(detail::example_array({4}, d, 33, -1.0, 1.0));
+                      return in;
+                    },
+                .run =
+                    [options](const std::vector<NDArray>& in) {
+                      return in.size() == 3 ? conv2d(in[0], in[1], in[2], options)
+                                            : conv2d(in[0], in[1], options);
+                    },
+                .differentiable = bias ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1}};
+          };
+          return std::vector<detail::OpExample>{
+              example("bias, padding 1", true, Conv2dOptions{.padding = Size2d{1}}),
+              example("no bias, stride 2", false, Conv2dOptions{.stride = Size2d{2}})};
+        }};
 
 }  // namespace
 

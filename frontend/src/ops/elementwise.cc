@@ -11,6 +11,7 @@
 #include "core/op_definition.h"
 #include "core/op_dispatch.h"
 #include "core/view_op.h"
+#include "ops/elementwise_records.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/reduce.h"
@@ -25,15 +26,17 @@ namespace {
 
 NDArray binary(BinaryOp op, const NDArray& a, const NDArray& b) {
   const char* name = ops::op_name(op);
-  Engine& engine = detail::check_same_place(name, {&a, &b});
-  detail::check_same_dtype(name, a, b);
-  detail::check_computable(name, a.dtype());
-  if (ops::needs_floating(op)) detail::check_floating(name, a.dtype());
-  const Shape shape = ops::broadcast_shapes(a.shape(), b.shape(), name);
-  NDArray out = detail::allocate_array(engine, shape, a.dtype(), a.device(), name);
-  detail::push_binary(op, a, b, out);
-  if (detail::ops_observed()) detail::report_op(detail::OpCall::binary(op, a, b, out));
-  return out;
+  return detail::invoke(
+      detail::record_of(op), {&a, &b}, nullptr,
+      [&] {
+        Engine& engine = detail::check_same_place(name, {&a, &b});
+        detail::check_same_dtype(name, a, b);
+        detail::check_computable(name, a.dtype());
+        if (ops::needs_floating(op)) detail::check_floating(name, a.dtype());
+        return detail::OpPlan{&engine, ops::broadcast_shapes(a.shape(), b.shape(), name), a.dtype(),
+                              a.device()};
+      },
+      [&](detail::OpOutput& o) { detail::push_binary(op, a, b, o.out); });
 }
 
 void check_scalar_divisor(BinaryOp op, DType dtype, double scalar) {
@@ -46,26 +49,32 @@ void check_scalar_divisor(BinaryOp op, DType dtype, double scalar) {
 
 NDArray binary_scalar(BinaryOp op, const NDArray& a, double scalar, bool scalar_first) {
   const char* name = ops::op_name(op);
-  detail::check_defined(name, a);
-  detail::check_computable(name, a.dtype());
-  if (ops::needs_floating(op)) detail::check_floating(name, a.dtype());
-  if (!scalar_first) check_scalar_divisor(op, a.dtype(), scalar);
-  NDArray out = detail::allocate_array(a.engine(), a.shape(), a.dtype(), a.device(), name);
-  detail::push_binary_scalar(op, a, scalar, scalar_first, out);
-  if (detail::ops_observed())
-    detail::report_op(detail::OpCall::binary_scalar(op, a, scalar, scalar_first, out));
-  return out;
+  const detail::BinaryScalarAttrs attrs{scalar, scalar_first};
+  const NDArray* inputs[] = {&a};
+  // The autograd node keeps the op's name ("add"); the graph node is the scalar form's.
+  return detail::invoke_inputs(
+      detail::scalar_record_of(op), inputs, &attrs, name,
+      [&] {
+        detail::check_defined(name, a);
+        detail::check_computable(name, a.dtype());
+        if (ops::needs_floating(op)) detail::check_floating(name, a.dtype());
+        if (!scalar_first) check_scalar_divisor(op, a.dtype(), scalar);
+        return detail::OpPlan{&a.engine(), a.shape(), a.dtype(), a.device()};
+      },
+      [&](detail::OpOutput& o) { detail::push_binary_scalar(op, a, scalar, scalar_first, o.out); });
 }
 
 NDArray unary(UnaryOp op, const NDArray& x) {
   const char* name = ops::op_name(op);
-  detail::check_defined(name, x);
-  detail::check_computable(name, x.dtype());
-  if (ops::needs_floating(op)) detail::check_floating(name, x.dtype());
-  NDArray out = detail::allocate_array(x.engine(), x.shape(), x.dtype(), x.device(), name);
-  detail::push_unary(op, x, out);
-  if (detail::ops_observed()) detail::report_op(detail::OpCall::unary(op, x, out));
-  return out;
+  return detail::invoke(
+      detail::record_of(op), {&x}, nullptr,
+      [&] {
+        detail::check_defined(name, x);
+        detail::check_computable(name, x.dtype());
+        if (ops::needs_floating(op)) detail::check_floating(name, x.dtype());
+        return detail::OpPlan{&x.engine(), x.shape(), x.dtype(), x.device()};
+      },
+      [&](detail::OpOutput& o) { detail::push_unary(op, x, o.out); });
 }
 
 void in_place(BinaryOp op, NDArray& target, const NDArray& other) {
@@ -126,19 +135,6 @@ NDArray clip(const NDArray& x, double lo, double hi) {
 
 namespace {
 
-// `gradient` summed over the axes along which an input of `shape` was broadcast to it.
-NDArray sum_to(const NDArray& gradient, const Shape& shape) {
-  NDArray g = gradient;
-  while (g.ndim() > shape.ndim()) g = sum(g, 0);
-  for (int axis = 0; axis < shape.ndim(); ++axis)
-    if (shape[axis] == 1 && g.shape()[axis] != 1) g = sum(g, axis, true);
-  return g.shape() == shape ? g : g.reshape(shape);
-}
-
-}  // namespace
-
-namespace {
-
 // The where rule: the output gradient goes to the branch each element took, summed over the
 // axes along which that branch was broadcast.
 detail::OpGradient where_gradient(const detail::OpCall& c) {
@@ -149,8 +145,9 @@ detail::OpGradient where_gradient(const detail::OpCall& c) {
   gradient.rule = [a_shape = a.shape(), b_shape = b.shape()](const std::vector<NDArray>& g,
                                                              const std::vector<NDArray>& saved) {
     const NDArray zero = zeros(g[0].shape(), g[0].dtype(), g[0].device());
-    return std::vector<NDArray>{NDArray(), sum_to(where(saved[0], g[0], zero), a_shape),
-                                sum_to(where(saved[0], zero, g[0]), b_shape)};
+    return std::vector<NDArray>{NDArray(),
+                                detail::sum_to_shape(where(saved[0], g[0], zero), a_shape),
+                                detail::sum_to_shape(where(saved[0], zero, g[0]), b_shape)};
   };
   return gradient;
 }
@@ -163,7 +160,21 @@ const OpDefinition kWhere{
     .num_inputs = 3,
     .import = [](const OpAttrReader&,
                  const std::vector<NDArray>& in) { return where(in[0], in[1], in[2]); },
-    .gradient = where_gradient};
+    .gradient = where_gradient,
+    .examples =
+        [] {
+          // A 0/1 condition of its own dtype, b broadcast along the rows.
+          return std::vector<OpExample>{OpExample{
+              .label = "int64 condition, b broadcast",
+              .inputs =
+                  [](Device d) {
+                    return std::vector<NDArray>{example_array({3, 4}, d, 51, 0.0, 2.0, int64),
+                                                example_array({3, 4}, d, 52, -1.0, 1.0),
+                                                example_array({4}, d, 53, -1.0, 1.0)};
+                  },
+              .run = [](const std::vector<NDArray>& in) { return where(in[0], in[1], in[2]); },
+              .differentiable = {1, 2}}};
+        }};
 TANDEM_OP_DEFINITIONS(elementwise, &kWhere)
 }  // namespace detail
 

@@ -5,13 +5,13 @@
 // take_backward op, a scatter-add.
 #include "tandem/nd/join.h"
 
+#include <numeric>
 #include <string>
 
 #include "core/access.h"
 #include "core/checks.h"
 #include "core/invoke.h"
 #include "core/lazy_view.h"
-#include "core/modes.h"
 #include "core/op_definition.h"
 #include "core/op_push.h"
 #include "core/view_op.h"
@@ -20,50 +20,120 @@
 
 namespace tandem::nd {
 
+namespace {
+
+struct ConcatAttrs {
+  int axis;  // normalized
+};
+
+// concat's rule: each input's gradient is its slab of the output gradient (axis `axis` to the
+// front, the input's rows sliced, and back), for the inputs that need one.
+detail::OpGradient concat_gradient(const detail::OpCall& c) {
+  if (!ops::is_floating(c.out->dtype())) return {};
+  const int axis = detail::attrs_of<ConcatAttrs>(c).axis;
+  detail::OpGradient gradient;
+  std::vector<std::int64_t> lengths;
+  std::vector<bool> needed;
+  for (std::size_t i = 0; i < c.input_count; ++i) {
+    gradient.inputs.push_back(c.input(i));
+    lengths.push_back(c.input(i).shape()[axis]);
+    needed.push_back(c.needs_gradient(i));
+  }
+  gradient.rule = [axis, lengths, needed](const std::vector<NDArray>& g,
+                                          const std::vector<NDArray>&) {
+    std::vector<int> swap(static_cast<std::size_t>(g[0].ndim()));
+    std::iota(swap.begin(), swap.end(), 0);
+    std::swap(swap[0], swap[static_cast<std::size_t>(axis)]);
+    const NDArray front = transpose(g[0], swap);
+    std::vector<NDArray> grads;
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+      grads.push_back(needed[i] ? transpose(front.slice(offset, offset + lengths[i]), swap)
+                                : NDArray());
+      offset += lengths[i];
+    }
+    return grads;
+  };
+  return gradient;
+}
+
+std::vector<detail::OpExample> concat_examples() {
+  const auto three = [](const char* label, int axis, Shape a, Shape b, Shape c) {
+    return detail::OpExample{
+        .label = label,
+        .inputs =
+            [a, b, c](Device d) {
+              return std::vector<NDArray>{detail::example_array(a, d, 1, -1.0, 1.0),
+                                          detail::example_array(b, d, 2, -1.0, 1.0),
+                                          detail::example_array(c, d, 3, -1.0, 1.0)};
+            },
+        .run = [axis](const std::vector<NDArray>& in) { return concat(in, axis); },
+        .differentiable = {0, 1, 2}};
+  };
+  return {three("three arrays, axis 0", 0, {2, 3}, {1, 3}, {3, 3}),
+          three("three arrays, axis -1", -1, {2, 1}, {2, 3}, {2, 2})};
+}
+
+const detail::OpDefinition kConcat{
+    .name = "concat",
+    .num_inputs = -1,
+    .write_attrs =
+        [](const detail::OpCall& c, detail::OpAttrWriter& out) {
+          out.integer("axis", detail::attrs_of<ConcatAttrs>(c).axis);
+        },
+    .import = [](const detail::OpAttrReader& attrs,
+                 const std::vector<NDArray>& in) { return concat(in, attrs.int32("axis")); },
+    .gradient = concat_gradient,
+    .examples = concat_examples};
+
+}  // namespace
+
 NDArray concat(const std::vector<NDArray>& arrays, int axis) {
   if (arrays.empty()) throw Error("tandem: concat: needs at least one array");
-  const NDArray& first = arrays.front();
-  detail::check_defined("concat", first);
-  axis = ops::normalize_axis(axis, first.shape(), "concat");
-  Shape shape = first.shape();
-  shape[axis] = 0;
+  std::vector<const NDArray*> inputs;
+  inputs.reserve(arrays.size());
+  for (const NDArray& array : arrays) inputs.push_back(&array);
+  ConcatAttrs attrs{axis};
   std::vector<Var> reads;
-  for (const NDArray& array : arrays) {
-    detail::check_same_place("concat", {&first, &array});
-    detail::check_same_dtype("concat", first, array);
-    const Shape& s = array.shape();
-    bool compatible = s.ndim() == first.ndim();
-    for (int i = 0; compatible && i < s.ndim(); ++i)
-      compatible = i == axis || s[i] == first.shape()[i];
-    if (!compatible) {
-      throw Error("tandem: concat: shapes " + first.shape().to_string() + " and " + s.to_string() +
-                  " differ outside axis " + std::to_string(axis));
-    }
-    shape[axis] += s[axis];
-    reads.push_back(array.var());
-  }
-  NDArray out =
-      detail::allocate_array(first.engine(), shape, first.dtype(), first.device(), "concat");
-  // Each input goes to the slab of the output that starts at its offset along `axis`.
-  std::vector<std::pair<detail::LazyView, detail::LazyView>> copies;
-  const detail::LazyView whole = detail::lazy_view(out);
-  std::int64_t offset = 0;
-  for (const NDArray& array : arrays) {
-    detail::LazyView slab = whole;
-    slab.layout.shape[axis] = array.shape()[axis];
-    slab.offset += offset * whole.layout.strides[static_cast<std::size_t>(axis)];
-    copies.emplace_back(detail::lazy_view(array), slab);
-    offset += array.shape()[axis];
-  }
-  detail::push_copies(std::move(copies), reads, out, "concat");
-  if (detail::ops_observed()) {
-    detail::OpCall call(detail::OpForm::concat, "concat");
-    call.arrays = &arrays;
-    call.axis = axis;
-    call.out = &out;
-    detail::report_op(call);
-  }
-  return out;
+  return detail::invoke_inputs(
+      kConcat, inputs, &attrs, nullptr,
+      [&] {
+        const NDArray& first = arrays.front();
+        detail::check_defined("concat", first);
+        attrs.axis = ops::normalize_axis(axis, first.shape(), "concat");
+        Shape shape = first.shape();
+        shape[attrs.axis] = 0;
+        for (const NDArray& array : arrays) {
+          detail::check_same_place("concat", {&first, &array});
+          detail::check_same_dtype("concat", first, array);
+          const Shape& s = array.shape();
+          bool compatible = s.ndim() == first.ndim();
+          for (int i = 0; compatible && i < s.ndim(); ++i)
+            compatible = i == attrs.axis || s[i] == first.shape()[i];
+          if (!compatible) {
+            throw Error("tandem: concat: shapes " + first.shape().to_string() + " and " +
+                        s.to_string() + " differ outside axis " + std::to_string(attrs.axis));
+          }
+          shape[attrs.axis] += s[attrs.axis];
+          reads.push_back(array.var());
+        }
+        return detail::OpPlan{&first.engine(), shape, first.dtype(), first.device()};
+      },
+      [&](detail::OpOutput& o) {
+        // Each input goes to the slab of the output that starts at its offset along `axis`.
+        std::vector<std::pair<detail::LazyView, detail::LazyView>> copies;
+        const detail::LazyView whole = detail::lazy_view(o.out);
+        const auto along = static_cast<std::size_t>(attrs.axis);
+        std::int64_t offset = 0;
+        for (const NDArray& array : arrays) {
+          detail::LazyView slab = whole;
+          slab.layout.shape[attrs.axis] = array.shape()[attrs.axis];
+          slab.offset += offset * whole.layout.strides[along];
+          copies.emplace_back(detail::lazy_view(array), slab);
+          offset += array.shape()[attrs.axis];
+        }
+        detail::push_copies(std::move(copies), reads, o.out, "concat");
+      });
 }
 
 NDArray stack(const std::vector<NDArray>& arrays, int axis) {
@@ -209,12 +279,29 @@ const detail::OpDefinition kTake{
         [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
           return take(in[0], in[1], attrs.int32("axis"));
         },
-    .gradient = take_gradient};
+    .gradient = take_gradient,
+    .examples =
+        [] {
+          // Indices that repeat (their gradients add up), along each axis.
+          const auto example = [](const char* label, int axis) {
+            return detail::OpExample{
+                .label = label,
+                .inputs =
+                    [](Device d) {
+                      return std::vector<NDArray>{
+                          detail::example_array({3, 3}, d, 61, -1.0, 1.0),
+                          detail::example_array({2, 3}, d, 62, 0.0, 3.0, int64)};
+                    },
+                .run = [axis](const std::vector<NDArray>& in) { return take(in[0], in[1], axis); },
+                .differentiable = {0}};
+          };
+          return std::vector<detail::OpExample>{example("axis 0", 0), example("axis 1", 1)};
+        }};
 
 }  // namespace
 
 namespace detail {
-TANDEM_OP_DEFINITIONS(join, &kTake)
+TANDEM_OP_DEFINITIONS(join, &kConcat, &kTake)
 }  // namespace detail
 
 NDArray take(const NDArray& x, const NDArray& indices, int axis) {

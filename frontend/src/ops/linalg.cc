@@ -1,12 +1,13 @@
-// dot and transpose.
+// dot (its record, with the gradient rule that can write into a weight's gradient buffer) and
+// transpose(x); the permuting transpose(x, axes) is a view of the core (core/views.cc).
 #include "tandem/nd/linalg.h"
 
 #include <string>
 
 #include "core/access.h"
 #include "core/checks.h"
+#include "core/invoke.h"
 #include "core/lazy_view.h"
-#include "core/modes.h"
 #include "core/op_definition.h"
 #include "core/op_push.h"
 #include "ops/product_into.h"
@@ -35,42 +36,118 @@ NDArray transposed_matrix(const NDArray& x) {
                              NDArrayAccess::offset(x));
 }
 
+// x itself when it has that shape already (reshape would copy a strided x even then).
+NDArray with_shape(const NDArray& x, const Shape& shape) {
+  return x.shape() == shape ? x : x.reshape(shape);
+}
+
+// ga = g . b^T and gb = a^T . g, every case as matrices: a (m x k), b (k x n), g (m x n). It
+// saves a only for b's gradient and b only for a's. A 2-D input's gradient goes straight into
+// its destination when backward offers one (a gemm writing or accumulating into the leaf's
+// gradient buffer, product_into.h): no extra op for a weight's gradient.
+detail::OpGradient dot_gradient(const detail::OpCall& c) {
+  const NDArray &a = c.input(0), &b = c.input(1);
+  if (!ops::is_floating(c.out->dtype())) return {};
+  const bool need_a = c.needs_gradient(0), need_b = c.needs_gradient(1);
+  detail::OpGradient gradient;
+  gradient.inputs = {a, b};
+  gradient.saved = {need_b ? a : NDArray(), need_a ? b : NDArray()};
+  gradient.rule_into = [need_a, need_b, shape_a = a.shape(), shape_b = b.shape()](
+                           const std::vector<NDArray>& grads, const std::vector<NDArray>& saved,
+                           std::vector<detail::GradientDestination>& destinations) {
+    const std::int64_t k = shape_a[shape_a.ndim() - 1];
+    const std::int64_t m = shape_a.ndim() == 2 ? shape_a[0] : 1;
+    const std::int64_t n = shape_b.ndim() == 2 ? shape_b[1] : 1;
+    const NDArray g = with_shape(grads[0], {m, n});
+    const auto into = [&](std::size_t input, const Shape& shape, const NDArray& left,
+                          const NDArray& right) {
+      if (input >= destinations.size() || shape.ndim() != 2) return false;
+      detail::GradientDestination& destination = destinations[input];
+      if (!destination.buffer.defined()) return false;
+      destination.written =
+          detail::push_product_into(left, right, destination.buffer, destination.add);
+      return destination.written;
+    };
+    NDArray ga, gb;
+    if (need_a) {
+      const NDArray b_t = with_shape(saved[1], {k, n}).T();
+      if (!into(0, shape_a, g, b_t)) ga = with_shape(dot(g, b_t), shape_a);
+    }
+    if (need_b) {
+      const NDArray a_t = with_shape(saved[0], {m, k}).T();
+      if (!into(1, shape_b, a_t, g)) gb = with_shape(dot(a_t, g), shape_b);
+    }
+    return std::vector<NDArray>{ga, gb};
+  };
+  gradient.rule = [into = gradient.rule_into](const std::vector<NDArray>& grads,
+                                              const std::vector<NDArray>& saved) {
+    std::vector<detail::GradientDestination> none;
+    return into(grads, saved, none);
+  };
+  return gradient;
+}
+
+std::vector<detail::OpExample> dot_examples() {
+  const auto pair = [](const char* label, Shape a, Shape b) {
+    return detail::OpExample{
+        .label = label,
+        .inputs =
+            [a, b](Device d) {
+              return std::vector<NDArray>{detail::example_array(a, d, 1, -1.0, 1.0),
+                                          detail::example_array(b, d, 2, -1.0, 1.0)};
+            },
+        .run = [](const std::vector<NDArray>& in) { return dot(in[0], in[1]); },
+        .differentiable = {0, 1}};
+  };
+  return {pair("matrix . matrix", {3, 4}, {4, 2}), pair("matrix . vector", {3, 4}, {4}),
+          pair("vector . matrix", {4}, {4, 2}), pair("vector . vector", {4}, {4})};
+}
+
+const detail::OpDefinition kDot{
+    .name = "dot",
+    .num_inputs = 2,
+    .import = [](const detail::OpAttrReader&,
+                 const std::vector<NDArray>& in) { return dot(in[0], in[1]); },
+    .gradient = dot_gradient,
+    .examples = dot_examples};
+
 }  // namespace
 
 NDArray dot(const NDArray& a, const NDArray& b) {
-  Engine& engine = detail::check_same_place("dot", {&a, &b});
-  detail::check_same_dtype("dot", a, b);
-  if (a.ndim() < 1 || a.ndim() > 2 || b.ndim() < 1 || b.ndim() > 2) {
-    throw Error("tandem: dot: takes 1-D or 2-D arrays, got shapes " + a.shape().to_string() +
-                " and " + b.shape().to_string());
-  }
-  const std::int64_t inner_a = a.shape()[a.ndim() - 1];
-  const std::int64_t inner_b = b.shape()[0];
-  if (inner_a != inner_b) {
-    throw Error("tandem: dot: shapes " + a.shape().to_string() + " and " + b.shape().to_string() +
-                " are not aligned: " + std::to_string(inner_a) +
-                " (last dimension of the first) != " + std::to_string(inner_b) +
-                " (first dimension of the second)");
-  }
-  const std::int64_t m = a.ndim() == 2 ? a.shape()[0] : 1;
-  const std::int64_t n = b.ndim() == 2 ? b.shape()[1] : 1;
-  Shape shape;
-  if (a.ndim() == 2) shape.push_back(m);
-  if (b.ndim() == 2) shape.push_back(n);
-  if (shape.ndim() == 0) shape.push_back(1);  // vector . vector: shape 1, like MXNet
-  NDArray out = detail::allocate_array(engine, shape, a.dtype(), a.device(), "dot");
-  detail::LazyView va = detail::lazy_view(a), vb = detail::lazy_view(b),
-                   vc = detail::lazy_view(out);
-  va.layout = as_matrix(va.layout, false);
-  vb.layout = as_matrix(vb.layout, true);
-  vc.layout = ops::contiguous_view(nullptr, out.dtype(), Shape{m, n});
-  detail::push_dot(a, b, out, va, vb, vc);
-  if (detail::ops_observed()) {
-    detail::OpCall call = detail::OpCall::of(detail::OpForm::dot, "dot", a, out);
-    call.y = &b;
-    detail::report_op(call);
-  }
-  return out;
+  std::int64_t m = 1, n = 1;
+  return detail::invoke(
+      kDot, {&a, &b}, nullptr,
+      [&] {
+        Engine& engine = detail::check_same_place("dot", {&a, &b});
+        detail::check_same_dtype("dot", a, b);
+        if (a.ndim() < 1 || a.ndim() > 2 || b.ndim() < 1 || b.ndim() > 2) {
+          throw Error("tandem: dot: takes 1-D or 2-D arrays, got shapes " + a.shape().to_string() +
+                      " and " + b.shape().to_string());
+        }
+        const std::int64_t inner_a = a.shape()[a.ndim() - 1];
+        const std::int64_t inner_b = b.shape()[0];
+        if (inner_a != inner_b) {
+          throw Error("tandem: dot: shapes " + a.shape().to_string() + " and " +
+                      b.shape().to_string() + " are not aligned: " + std::to_string(inner_a) +
+                      " (last dimension of the first) != " + std::to_string(inner_b) +
+                      " (first dimension of the second)");
+        }
+        m = a.ndim() == 2 ? a.shape()[0] : 1;
+        n = b.ndim() == 2 ? b.shape()[1] : 1;
+        Shape shape;
+        if (a.ndim() == 2) shape.push_back(m);
+        if (b.ndim() == 2) shape.push_back(n);
+        if (shape.ndim() == 0) shape.push_back(1);  // vector . vector: shape 1, like MXNet
+        return detail::OpPlan{&engine, shape, a.dtype(), a.device()};
+      },
+      [&](detail::OpOutput& o) {
+        detail::LazyView va = detail::lazy_view(a), vb = detail::lazy_view(b),
+                         vc = detail::lazy_view(o.out);
+        va.layout = as_matrix(va.layout, false);
+        vb.layout = as_matrix(vb.layout, true);
+        vc.layout = ops::contiguous_view(nullptr, o.out.dtype(), Shape{m, n});
+        detail::push_dot(a, b, o.out, va, vb, vc);
+      });
 }
 
 bool detail::push_product_into(const NDArray& a, const NDArray& b, const NDArray& out,
@@ -105,40 +182,8 @@ NDArray transpose(const NDArray& x) {
   return x.T();
 }
 
-NDArray transpose(const NDArray& x, const std::vector<int>& axes) {
-  detail::check_defined("transpose", x);
-  const auto describe = [&] {
-    std::string text;
-    for (int axis : axes) text += (text.empty() ? "" : ", ") + std::to_string(axis);
-    return "(" + text + ")";
-  };
-  if (static_cast<int>(axes.size()) != x.ndim()) {
-    throw Error("tandem: transpose: axes " + describe() + " do not match the " +
-                std::to_string(x.ndim()) + " dimensions of shape " + x.shape().to_string());
-  }
-  bool seen[ops::kMaxDims] = {};
-  Shape shape;
-  Strides strides{};
-  for (int axis : axes) {
-    const int a = ops::normalize_axis(axis, x.shape(), "transpose");
-    if (seen[a]) throw Error("tandem: transpose: axes " + describe() + " repeat an axis");
-    seen[a] = true;
-    strides[static_cast<std::size_t>(shape.ndim())] = x.strides()[static_cast<std::size_t>(a)];
-    shape.push_back(x.shape()[a]);
-  }
-  NDArray out = detail::NDArrayAccess::make(detail::NDArrayAccess::storage(x), x.dtype(), shape,
-                                            strides, detail::NDArrayAccess::offset(x));
-  if (detail::ops_observed()) {
-    detail::OpCall call = detail::OpCall::of(detail::OpForm::transpose, "transpose", x, out);
-    call.axes = &axes;
-    detail::report_op(call);
-  }
-  return out;
-}
-
 namespace detail {
-// No op of this file has a record yet (core/op_definition.h).
-TANDEM_OP_DEFINITIONS(linalg)
+TANDEM_OP_DEFINITIONS(linalg, &kDot)
 }  // namespace detail
 
 }  // namespace tandem::nd

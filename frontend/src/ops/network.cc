@@ -120,6 +120,14 @@ void write_softmax_attrs(const detail::OpCall& c, detail::OpAttrWriter& out) {
 
 NDArray softmax_op(const NDArray& x, int axis, bool log);
 
+// The fused path (the last axis) and the composed one (another axis).
+std::vector<detail::OpExample> softmax_examples(bool log) {
+  return {detail::example_of_one("last axis", Shape{3, 5},
+                                 [log](const NDArray& x) { return softmax_op(x, -1, log); }),
+          detail::example_of_one("axis 0", Shape{3, 5},
+                                 [log](const NDArray& x) { return softmax_op(x, 0, log); })};
+}
+
 const detail::OpDefinition kSoftmax{
     .name = "softmax",
     .write_attrs = write_softmax_attrs,
@@ -127,7 +135,8 @@ const detail::OpDefinition kSoftmax{
         [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
           return softmax_op(in[0], attrs.int32("axis"), false);
         },
-    .gradient = softmax_gradient};
+    .gradient = softmax_gradient,
+    .examples = [] { return softmax_examples(false); }};
 const detail::OpDefinition kLogSoftmax{
     .name = "log_softmax",
     .write_attrs = write_softmax_attrs,
@@ -135,7 +144,8 @@ const detail::OpDefinition kLogSoftmax{
         [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
           return softmax_op(in[0], attrs.int32("axis"), true);
         },
-    .gradient = softmax_gradient};
+    .gradient = softmax_gradient,
+    .examples = [] { return softmax_examples(true); }};
 
 // softmax or log_softmax along `axis`: one fused op over the last axis, else composed of
 // element-wise ops and reductions (one node either way).
@@ -195,7 +205,22 @@ const detail::OpDefinition kSoftmaxCrossEntropy{
     .num_inputs = 2,
     .import = [](const detail::OpAttrReader&,
                  const std::vector<NDArray>& in) { return softmax_cross_entropy(in[0], in[1]); },
-    .gradient = softmax_cross_entropy_gradient};
+    .gradient = softmax_cross_entropy_gradient,
+    .examples =
+        [] {
+          return std::vector<detail::OpExample>{detail::OpExample{
+              .label = "4 samples, 5 classes, labels int64",
+              .inputs =
+                  [](Device d) {
+                    return std::vector<NDArray>{detail::example_array({4, 5}, d, 41, -2.0, 2.0),
+                                                detail::example_array({4}, d, 42, 0.0, 5.0, int64)};
+                  },
+              .run =
+                  [](const std::vector<NDArray>& in) {
+                    return softmax_cross_entropy(in[0], in[1]);
+                  },
+              .differentiable = {0}}};
+        }};
 
 }  // namespace
 

@@ -110,7 +110,13 @@ const detail::OpDefinition kMaxPool2d{
         [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
           return max_pool2d(in[0], read_pool_options(attrs));
         },
-    .gradient = pool_gradient};
+    .gradient = pool_gradient,
+    .examples =
+        [] {
+          return std::vector<detail::OpExample>{detail::example_of_one(
+              "kernel 2", Shape{2, 2, 4, 4},
+              [](const NDArray& x) { return max_pool2d(x, Pool2dOptions{.kernel = Size2d{2}}); })};
+        }};
 const detail::OpDefinition kAvgPool2d{
     .name = "avg_pool2d",
     .write_attrs = write_pool_attrs,
@@ -118,13 +124,30 @@ const detail::OpDefinition kAvgPool2d{
         [](const detail::OpAttrReader& attrs, const std::vector<NDArray>& in) {
           return avg_pool2d(in[0], read_pool_options(attrs));
         },
-    .gradient = pool_gradient};
+    .gradient = pool_gradient,
+    .examples =
+        [] {
+          return std::vector<detail::OpExample>{detail::example_of_one(
+              "kernel 3, stride 1, padding 1, padding not counted", Shape{2, 2, 4, 4},
+              [](const NDArray& x) {
+                return avg_pool2d(x, Pool2dOptions{.kernel = Size2d{3},
+                                                   .stride = Size2d{1},
+                                                   .padding = Size2d{1},
+                                                   .count_include_pad = false});
+              })};
+        }};
 const detail::OpDefinition kGlobalAvgPool2d{
     .name = "global_avg_pool2d",
     .write_attrs = write_pool_attrs,
     .import = [](const detail::OpAttrReader&,
                  const std::vector<NDArray>& in) { return global_avg_pool2d(in[0]); },
-    .gradient = pool_gradient};
+    .gradient = pool_gradient,
+    .examples =
+        [] {
+          return std::vector<detail::OpExample>{
+              detail::example_of_one("(2, 3, 4, 5)", Shape{2, 3, 4, 5},
+                                     [](const NDArray& x) { return global_avg_pool2d(x); })};
+        }};
 
 NDArray pool_forward(const detail::OpDefinition& definition, const NDArray& x,
                      const PoolAttrs& attrs) {

@@ -122,13 +122,28 @@ NDArray import_reduce(const detail::OpAttrReader& attrs, const std::vector<NDArr
   return reduce_axis(op, in[0], attrs.int32("axis"), attrs.boolean("keepdims"));
 }
 
+// The whole array and one axis (kept), on values with no ties (max, min) and no zero (norm).
+template <ReduceOp op>
+std::vector<detail::OpExample> reduce_examples() {
+  const bool differentiable = op != ReduceOp::argmax;
+  std::vector<detail::OpExample> examples{
+      detail::example_of_one("whole array", Shape{3, 4},
+                             [](const NDArray& x) { return reduce_all(op, x); }),
+      detail::example_of_one("axis 1, keepdims", Shape{3, 4},
+                             [](const NDArray& x) { return reduce_axis(op, x, 1, true); })};
+  if (!differentiable)
+    for (detail::OpExample& example : examples) example.differentiable.clear();
+  return examples;
+}
+
 // One record per row of TANDEM_REDUCE_OPS, in the order of ReduceOp.
 const detail::OpDefinition kReduce[] = {
 #define TANDEM_REDUCE_RECORD(row, ...)                         \
   detail::OpDefinition{.name = #row,                           \
                        .write_attrs = write_reduce_attrs,      \
                        .import = import_reduce<ReduceOp::row>, \
-                       .gradient = reduce_rule},
+                       .gradient = reduce_rule,                \
+                       .examples = reduce_examples<ReduceOp::row>},
     TANDEM_REDUCE_OPS(TANDEM_REDUCE_RECORD)
 #undef TANDEM_REDUCE_RECORD
 };

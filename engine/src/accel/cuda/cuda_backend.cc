@@ -7,6 +7,7 @@
 #include "cuda_factory.h"
 #endif
 #include "tandem/accel/accelerator.h"
+#include "tandem/accel/process_transport.h"
 #include "tandem/errors.h"
 
 namespace tandem::detail {
@@ -43,3 +44,11 @@ Backend cuda_backend() {
 }
 
 }  // namespace tandem::detail
+
+namespace tandem {
+
+ProcessTransport process_transport(DeviceKind kind) {
+  return kind == DeviceKind::cuda ? ProcessTransport::nccl : ProcessTransport::host;
+}
+
+}  // namespace tandem

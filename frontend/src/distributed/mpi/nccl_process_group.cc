@@ -103,7 +103,7 @@ constexpr std::int64_t kIdWords = (NCCL_UNIQUE_ID_BYTES + 7) / 8;
 }  // namespace
 
 std::string nccl_unusable(const nd::NDArray& array) {
-  if (array.device().kind != DeviceKind::cuda) {
+  if (!crosses_through_nccl(array.device())) {
     return "the array is on " + to_string(array.device()) + "; NCCL takes cuda arrays";
   }
   if (!array.is_contiguous()) {

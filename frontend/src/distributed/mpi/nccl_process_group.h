@@ -18,9 +18,16 @@
 #include <memory>
 #include <string>
 
+#include "tandem/accel/process_transport.h"
 #include "tandem/dist/process_group.h"
 
 namespace tandem::dist::detail {
+
+// Whether arrays on `device` cross processes through NCCL (their backend's capability,
+// tandem/accel/process_transport.h) rather than through the cpu and MPI.
+inline bool crosses_through_nccl(Device device) {
+  return process_transport(device.kind) == ProcessTransport::nccl;
+}
 
 // Why `array` cannot be summed across processes through NCCL, or "" when it can: a contiguous
 // array on cuda(i), a build with CUDA and nccl.h, libnccl.so.2 loadable. Never throws.

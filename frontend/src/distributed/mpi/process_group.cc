@@ -258,7 +258,7 @@ namespace {
 
 void check_array(const char* op, const nd::NDArray& array) {
   if (!array.defined()) throw Error(std::string("tandem::dist::") + op + ": an undefined array");
-  if (array.device().kind == DeviceKind::cuda) {
+  if (detail::crosses_through_nccl(array.device())) {
     throw Error(std::string("tandem::dist::") + op + ": the array (shape " +
                 array.shape().to_string() + ") is on " + to_string(array.device()) +
                 "; across processes gpu arrays go through NCCL, which does allreduce and "
@@ -293,7 +293,7 @@ std::unique_ptr<detail::Collective> make_collective(detail::CollectiveKind kind,
 }  // namespace
 
 detail::NcclProcessGroup* ProcessGroup::nccl_for(const nd::NDArray& array, const char* op) {
-  if (!array.defined() || array.device().kind != DeviceKind::cuda) return nullptr;
+  if (!array.defined() || !detail::crosses_through_nccl(array.device())) return nullptr;
   const std::string why = detail::nccl_unusable(array);
   if (!why.empty()) {
     throw Error(std::string("tandem::dist::") + op + ": the array (shape " +
