@@ -168,6 +168,15 @@ void retain(Storage* storage) noexcept {
 
 namespace {
 
+// Throws when fault injection fails this host allocation. Out of line, so that the message's
+// strings stay out of the allocation path's frame (callgrind: +4 instructions per op inline).
+[[gnu::noinline, gnu::cold]] void inject_host_allocation_fault(const Storage& storage) {
+  if (!tandem::detail::inject_fault(testing::FaultKind::host_allocation)) return;
+  throw Error("tandem: out of memory on " + to_string(storage.device) + " allocating " +
+              describe_bytes(storage.bytes) +
+              tandem::detail::injected_fault_note(testing::FaultKind::host_allocation));
+}
+
 // Device memory or host memory, by where the storage lives. Zero-byte arrays on any device use
 // the inline bytes: no kernel dereferences them, and nothing is allocated.
 void* allocate_for(Storage& storage) {
@@ -178,12 +187,7 @@ void* allocate_for(Storage& storage) {
   if (storage.pinned != nullptr) return storage.pinned->allocate(storage.bytes).data;
   if (storage.bytes <= Storage::kInlineBytes) return storage.inline_data;
   // Test-only (tandem/detail/fault_injection.h): the host has no memory for this array.
-  if (tandem::detail::faults_armed() &&
-      tandem::detail::inject_fault(testing::FaultKind::host_allocation)) {
-    throw Error("tandem: out of memory on " + to_string(storage.device) + " allocating " +
-                describe_bytes(storage.bytes) +
-                tandem::detail::injected_fault_note(testing::FaultKind::host_allocation));
-  }
+  if (tandem::detail::faults_armed()) inject_host_allocation_fault(storage);
   return host_allocate(storage.bytes);
 }
 
