@@ -46,7 +46,14 @@ class WakeSignal {
     std::unique_lock lock(mutex_);
     return ready_.wait_until(lock, deadline, [this] { return done_; });
   }
-  bool is_set() { return flag_.load(std::memory_order_acquire); }
+  // True once set() has run to its end, so the caller may destroy this object: a set flag is
+  // not enough, the setter may still be inside notify_all and the unlock (TSan caught the naive
+  // engine destroying the signal of an async op's Completion under a setter's broadcast).
+  bool is_set() {
+    if (!flag_.load(std::memory_order_acquire)) return false;
+    settle();
+    return true;
+  }
 
  private:
   bool spin_until(std::chrono::steady_clock::time_point end) const {

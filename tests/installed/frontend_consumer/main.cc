@@ -7,6 +7,7 @@
 // array ops and loaders, and this round's fused ops and checks. Every step checks its result; any
 // failure exits non-zero with what went wrong.
 #include <tandem/auto_capture.h>
+#include <tandem/detail/fault_injection.h>
 #include <tandem/ops/collectives.h>
 #include <tandem/tandem.h>
 
@@ -331,6 +332,73 @@ void fused_updates_batch_norm_take() {
   std::printf("fused updates, batch_norm, take, ignored labels, optimizer checks: OK\n");
 }
 
+// The hardening of this round from outside: a Trainer refuses a stale gradient unless told to
+// skip it, an array outliving its private engine gives an error instead of a crash, an injected
+// allocation failure becomes an op's error and the engine goes on, and a save leaves no
+// temporary behind.
+void hardening_from_outside(const std::filesystem::path& dir) {
+  nn::Dense used(2, nn::ActivationType::none, {.in_units = 3});
+  nn::Dense unused(2, nn::ActivationType::none, {.in_units = 3});
+  used.initialize(nn::Xavier());
+  unused.initialize(nn::Xavier());
+  nn::ParameterDict params;
+  for (nn::Block* block : {static_cast<nn::Block*>(&used), static_cast<nn::Block*>(&unused)}) {
+    for (const auto& entry : block->collect_params()) {
+      entry.second->set_name((block == &used ? "used." : "unused.") + entry.first);
+      params.add(entry.second);
+    }
+  }
+  nn::Trainer trainer(params, nn::SGD(0.1));
+  {
+    auto recording = autograd::record();
+    nd::sum(used(nd::ones({4, 3}))).backward();
+  }
+  require(error_of([&] { trainer.step(4); }).find("parameter 'unused.") != std::string::npos,
+          "a stale gradient was not refused");
+  const std::vector<float> before =
+      unused.collect_params().begin()->second->data().to_vector<float>();
+  trainer.step(4, {.ignore_stale_grad = true});
+  require(unused.collect_params().begin()->second->data().to_vector<float>() == before,
+          "ignore_stale_grad updated a parameter backward did not reach");
+
+  std::unique_ptr<tandem::Engine> engine =
+      tandem::Engine::create(tandem::EngineConfig{.kind = tandem::EngineKind::threaded});
+  nd::NDArray orphan;
+  {
+    nd::EngineScope scope(*engine);
+    orphan = nd::ones({2, 2}) + 1;
+  }
+  engine.reset();
+  require(error_of([&] { (void)(orphan + 1); }).find("destroyed") != std::string::npos,
+          "an array used after its engine was destroyed gave no clear error");
+  orphan = nd::NDArray();
+
+  const nd::NDArray big = nd::ones({64, 64});
+  big.wait_to_read();  // its memory is allocated by its op: before the plan is armed
+  nd::NDArray failed;
+  {
+    tandem::testing::FaultScope faults(
+        {{.kind = tandem::testing::FaultKind::host_allocation, .nth = 1}});
+    failed = big + 1;
+    require(
+        error_of([&] { (void)failed.to_vector<float>(); }).find("injected") != std::string::npos,
+        "an injected allocation failure did not become the op's error");
+  }
+  require((big + 1).to_vector<float>()[0] == 2, "the engine did not go on after a failed op");
+
+  const std::string path = (dir / "weights.nd").string();
+  nd::save(path, {{"w", big}});
+  nd::save(path, {{"w", big + 1}});
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    require(entry.path().filename().string().find(".tmp") == std::string::npos,
+            "a save left a temporary file behind");
+  }
+  require(nd::load(path).at(0).second.to_vector<float>()[0] == 2,
+          "the second save did not replace the first");
+  std::printf(
+      "stale gradients, arrays after their engine, injected faults, crash-safe saves: OK\n");
+}
+
 }  // namespace
 
 int main() {
@@ -342,6 +410,7 @@ int main() {
         std::filesystem::temp_directory_path() / ("tandem-consumer-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir);
     hybridize_and_export(dir);
+    hardening_from_outside(dir);
     std::filesystem::remove_all(dir);
     gradient_without_buffers();
     repeated_loop_under_auto_capture();

@@ -18,7 +18,7 @@
 //   TANDEM_FAULTS="host_alloc:7"                       the 7th host allocation fails
 //   TANDEM_FAULTS="sim_kernel:p=0.01,seed=3;file:2"    1% of sim kernels, and the 2nd file step
 //
-// The kinds, and what a failure of each looks like (docs/testing.md, "Fault injection"):
+// The kinds, and what a failure of each looks like (docs/building.md, "Fault injection"):
 // - host_alloc:   an array's host memory (core/storage.cc): the op that needed it fails with
 //                 "out of memory on cpu(0) allocating N bytes (injected fault)".
 // - device_alloc: a block from an accelerator's memory pool (sim, cuda): OutOfMemoryError
