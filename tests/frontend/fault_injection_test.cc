@@ -244,7 +244,8 @@ std::vector<double> train_with_checkpoints(Device device, const std::string& dir
   bool restore = false;
   int in_a_row = 0;
   start_over();
-  while (restore || trainer->steps() < steps) {
+  std::vector<double> weights;
+  for (;;) {
     try {
       if (restore) {
         if (checkpoint < 0) {
@@ -255,6 +256,12 @@ std::vector<double> train_with_checkpoints(Device device, const std::string& dir
         }
         nd::waitall();
         restore = false;
+      }
+      if (trainer->steps() >= steps) {
+        // Reading the weights is a sync point: a failure of the last steps, or of the read
+        // itself (a staging buffer), shows here and is recovered from like any other.
+        weights = weights_of(*net);
+        break;
       }
       const long step = trainer->steps();
       if (step % 3 == 0 && step != checkpoint) {
@@ -277,7 +284,7 @@ std::vector<double> train_with_checkpoints(Device device, const std::string& dir
       restore = true;
     }
   }
-  return weights_of(*net);
+  return weights;
 }
 
 }  // namespace
