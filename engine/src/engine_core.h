@@ -225,6 +225,12 @@ class EngineCore : public CompletionSink {
   void skip(OpRecord* op, const ErrorRef& poison, int worker) noexcept;
   // Runs the body on this thread; returns what it threw.
   std::exception_ptr run_body(OpRecord* op, int worker) noexcept;
+  // execute() for an op with device fences to settle, or a profiled one (out of line: the
+  // common path stays free of their locals).
+  [[gnu::noinline]] void execute_general(OpRecord* op, int worker) noexcept;
+  // The body of a plain op (not profiled): true if it returned, else its exception is in
+  // op->body_error.
+  bool run_plain_body(OpRecord* op, int worker) noexcept;
   // Destroys the op's callable as part of the op: what its captures' destructors push (the
   // deletion of an array it held, say) counts as pushed from inside the op, so it never blocks
   // on backpressure while the ops that would make room wait for this one.
