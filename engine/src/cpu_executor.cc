@@ -112,6 +112,7 @@ CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
     : engine_(engine),
       num_workers_(resolve_workers(config.cpu_workers)),
       spin_(config.spin_before_park),
+      max_idle_pauses_(max_idle_poll_pauses()),
       slot_counters_(std::make_unique<SlotCounters[]>(static_cast<std::size_t>(num_workers_))) {
   allow_parallelism(num_workers_ + 1);
   arena_.initialize(num_workers_, /*reserved_for_masters=*/0);
@@ -143,7 +144,20 @@ int CpuExecutor::running_workers() const {
 }
 
 void CpuExecutor::submit(OpRecord* op) noexcept {
-  if (is_copy(op)) [[unlikely]] {
+  // Copies and prioritised ops out of line: the plain op's path then needs no saved registers.
+  if (is_copy(op) || op->props.priority != 0) [[unlikely]] {
+    return submit_to_priority_queue(op);
+  }
+  // No fence: the push's exchange on the FIFO's tail is itself seq_cst (see wake_drainer).
+  normal_.push(op);
+  TANDEM_WAKE_POINT(submit_published);
+  // An idle drainer takes the op within a poll: waking another would only add a poller.
+  if (idle_drainers().load(std::memory_order_seq_cst) != 0) return;
+  wake_drainer();
+}
+
+void CpuExecutor::submit_to_priority_queue(OpRecord* op) noexcept {
+  if (is_copy(op)) {
     copies_.push(op);
     TANDEM_WAKE_POINT(submit_published);
     wake_lane();
@@ -153,21 +167,16 @@ void CpuExecutor::submit(OpRecord* op) noexcept {
     if (drainers_take_copies()) wake_drainer();
     return;
   }
-  if (op->props.priority > 0) [[unlikely]] {
+  if (op->props.priority > 0) {
     urgent_.push(op);
     TANDEM_WAKE_POINT(submit_published);
     wake_lane();
     std::atomic_thread_fence(std::memory_order_seq_cst);
-  } else if (op->props.priority < 0) [[unlikely]] {
+  } else {
     background_.push(op);
     TANDEM_WAKE_POINT(submit_published);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-  } else {
-    // No fence: the push's exchange on the FIFO's tail is itself seq_cst (see wake_drainer).
-    normal_.push(op);
-    TANDEM_WAKE_POINT(submit_published);
   }
-  // An idle drainer takes the op within a poll: waking another would only add a poller.
   if (idle_drainers().load(std::memory_order_seq_cst) != 0) return;
   wake_drainer();
 }
@@ -282,6 +291,7 @@ void CpuExecutor::drain() noexcept {
     // an idle one reads it every 64 polls (a read costs ~20 ns).
     Clock::time_point idle_since;
     unsigned empty_polls = 0;
+    unsigned paused = 0;    // pauses since the last clock check
     bool spinning = false;  // this drainer was the first idle one (see `idle_drainers`)
     if (resumed) {
       // Back from a park attempt that found work: still idle until it takes an op, so that
@@ -325,8 +335,16 @@ void CpuExecutor::drain() noexcept {
         if (empty_polls >= kExtraDrainerPolls) break;
         continue;
       }
-      cpu_relax();
-      if (empty_polls % 64 == 0) {
+      // Back off: a poll reads the FIFO's tail line, which the pusher writes on every push.
+      // Polled at the pusher's rate, the line moves between the two cores on every op and
+      // both slow down; the drainer then keeps pace op by op, finds the FIFO empty each time
+      // and keeps polling (the slow mode of docs/benchmarks.md). Polled less and less often
+      // over an idle streak, it finds a batch behind the line instead.
+      const unsigned pauses = std::min(1u << std::min(empty_polls - 1, 16u), max_idle_pauses_);
+      for (unsigned i = 0; i < pauses; ++i) cpu_relax();
+      paused += pauses;
+      if (paused >= kPausesPerClockCheck) {
+        paused = 0;
         if (Clock::now() - idle_since >= spin_) break;
         // The pushing thread may need this core (workers = cores by default): give it up.
         std::this_thread::yield();

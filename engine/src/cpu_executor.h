@@ -36,6 +36,12 @@
 
 namespace tandem::detail {
 
+// The most pauses an idle drainer makes between two polls (CpuExecutor::max_idle_pauses_):
+// TANDEM_IDLE_POLL_PAUSES, read by engine_config.cc with the engine's other settings; a tuning
+// knob for measurements, not part of EngineConfig.
+inline constexpr unsigned kDefaultMaxIdlePollPauses = 1;
+unsigned max_idle_poll_pauses();
+
 class EngineCore;
 
 class CpuExecutor {
@@ -78,6 +84,8 @@ class CpuExecutor {
   }
   // For a priority lane: an urgent op, else a copy.
   OpRecord* pop_lane_op() noexcept;
+  // submit() for a copy or an op with a priority.
+  [[gnu::noinline]] void submit_to_priority_queue(OpRecord* op) noexcept;
   void wake_lane() noexcept;
   void wake_drainer() noexcept;
   void drain() noexcept;
@@ -86,6 +94,10 @@ class CpuExecutor {
   EngineCore& engine_;
   const int num_workers_;
   const std::chrono::microseconds spin_;
+  // The most `pause`s an idle spinning drainer makes between two polls of the queues. Its
+  // pauses double from one per poll up to this many over an idle streak, so that it stops
+  // reading the FIFO's tail line, which every push writes, at the pusher's rate (see drain()).
+  const unsigned max_idle_pauses_;
   tbb::task_arena arena_;
 
   ReadyFifo normal_;
@@ -117,6 +129,8 @@ class CpuExecutor {
   // The count lives in the FIFO's tail line, which a push exchanges anyway (ReadyFifo::
   // idle_consumers): an idle drainer writes it once per idle streak, and a push reads it.
   static constexpr unsigned kExtraDrainerPolls = 8;
+  // The spinning drainer checks its clock, and yields, every this many pauses.
+  static constexpr unsigned kPausesPerClockCheck = 64;
   std::atomic<int>& idle_drainers() noexcept { return normal_.idle_consumers(); }
   std::unique_ptr<SlotCounters[]> slot_counters_;
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "cpu_executor.h"
 #include "tandem/detail/fault_injection.h"
 #include "tandem/engine_config.h"
 #include "tandem/errors.h"
@@ -189,3 +190,15 @@ EngineConfig EngineConfig::from_env(const char* (*getenv)(const char*)) {
 }
 
 }  // namespace tandem
+
+namespace tandem::detail {
+
+unsigned max_idle_poll_pauses() {
+  if (const char* v = std::getenv("TANDEM_IDLE_POLL_PAUSES")) {
+    return static_cast<unsigned>(
+        parse_integer(Part::engine, "TANDEM_IDLE_POLL_PAUSES", v, 1, 4096));
+  }
+  return kDefaultMaxIdlePollPauses;
+}
+
+}  // namespace tandem::detail

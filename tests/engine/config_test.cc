@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -324,4 +325,34 @@ TEST_CASE("tandem::wait_all waits for the process-wide engine and rethrows its e
   CHECK_NOTHROW(tandem::wait_all());
   engine.delete_var(v);
   tandem::Engine::set_default(EngineConfig{});
+}
+
+// A tuning knob of the CPU drainers, read when a threaded engine starts (not an EngineConfig
+// field): a bad value fails the engine's creation naming the variable, a good one runs ops.
+TEST_CASE("TANDEM_IDLE_POLL_PAUSES is read when a threaded engine starts") {
+  struct Restore {
+    ~Restore() { unsetenv("TANDEM_IDLE_POLL_PAUSES"); }
+  } restore;
+  EngineConfig config;
+  config.kind = EngineKind::threaded;
+  for (const char* value : {"0", "abc", "4097", "-3"}) {
+    CAPTURE(value);
+    setenv("TANDEM_IDLE_POLL_PAUSES", value, 1);
+    const std::string message = error_of([&] { (void)tandem::Engine::create(config); });
+    CHECK(message.find("TANDEM_IDLE_POLL_PAUSES") != std::string::npos);
+    CHECK(message.find(value) != std::string::npos);
+  }
+  for (const char* value : {"1", "64", "4096"}) {
+    CAPTURE(value);
+    setenv("TANDEM_IDLE_POLL_PAUSES", value, 1);
+    auto engine = tandem::Engine::create(config);
+    const Var var = engine->new_var();
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 1000; ++i) {
+      engine->push([&] { ran.fetch_add(1, std::memory_order_relaxed); }, cpu(), {}, {var});
+      if (i % 100 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    engine->wait_all();
+    CHECK(ran.load() == 1000);
+  }
 }
