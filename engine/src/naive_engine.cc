@@ -59,6 +59,7 @@ void NaiveEngine::run_one(OpRecord* op) {
   WakeSignal finished;
   op->engine_token = &finished;
   if (profiling::profiled(op)) profiling::on_enqueue(op);
+  WakeSignal::WaitingHere waiting_here(finished);
   if (op->device.is_accelerator()) {
     // The synchronous reference: launch on the op's stream and wait for it before returning.
     Accelerator& device = accelerator(op->device);

@@ -15,6 +15,8 @@
 #include <thread>
 #include <type_traits>
 
+#include "base/fast_tls.h"
+
 namespace tandem::detail {
 
 class WakeSignal {
@@ -22,6 +24,13 @@ class WakeSignal {
   static constexpr std::chrono::microseconds kSpin{50};
 
   void set() {
+    // Set on the thread that waits (an op that ended inside the call that waits for it): no
+    // other thread is inside set(), so no lock, and is_set() need not settle.
+    if (tls_waiting_here == this) {
+      set_here_ = true;
+      flag_.store(true, std::memory_order_relaxed);
+      return;
+    }
     std::lock_guard lock(mutex_);
     done_ = true;
     flag_.store(true, std::memory_order_release);
@@ -51,9 +60,24 @@ class WakeSignal {
   // engine destroying the signal of an async op's Completion under a setter's broadcast).
   bool is_set() {
     if (!flag_.load(std::memory_order_acquire)) return false;
-    settle();
+    if (!set_here_) settle();
     return true;
   }
+
+  // Marks the calling thread as this signal's waiter while `scope` lives: a set() it makes
+  // itself meanwhile skips the mutex (the naive engine's synchronous ops, one per push).
+  class WaitingHere {
+   public:
+    explicit WaitingHere(WakeSignal& signal) : outer_(tls_waiting_here) {
+      tls_waiting_here = &signal;
+    }
+    ~WaitingHere() { tls_waiting_here = outer_; }
+    WaitingHere(const WaitingHere&) = delete;
+    WaitingHere& operator=(const WaitingHere&) = delete;
+
+   private:
+    WakeSignal* outer_;
+  };
 
  private:
   bool spin_until(std::chrono::steady_clock::time_point end) const {
@@ -67,8 +91,11 @@ class WakeSignal {
   // destroy this object.
   void settle() { std::lock_guard lock(mutex_); }
 
+  static inline thread_local WakeSignal* tls_waiting_here TANDEM_FAST_TLS = nullptr;
+
   std::mutex mutex_;
   std::condition_variable ready_;
+  bool set_here_ = false;           // set() ran on the waiting thread (written before flag_)
   bool done_ = false;               // guarded by mutex_
   std::atomic<bool> flag_ = false;  // done_, readable without the lock
 };
