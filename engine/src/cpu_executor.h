@@ -38,8 +38,10 @@ namespace tandem::detail {
 
 // The most pauses an idle drainer makes between two polls (CpuExecutor::max_idle_pauses_):
 // TANDEM_IDLE_POLL_PAUSES, read by engine_config.cc with the engine's other settings; a tuning
-// knob for measurements, not part of EngineConfig.
-inline constexpr unsigned kDefaultMaxIdlePollPauses = 1;
+// knob for measurements, not part of EngineConfig. 4 (up to ~0.4 us between polls on the
+// development VM, where a pause takes ~100 ns): against 1, fewer rounds in the slow mode while
+// the machine was disturbed and equal medians and METG while it was quiet (docs/benchmarks.md).
+inline constexpr unsigned kDefaultMaxIdlePollPauses = 4;
 unsigned max_idle_poll_pauses();
 
 class EngineCore;
