@@ -212,7 +212,10 @@ void CommThread::run() {
     }
     if (advance()) {
       last_progress = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - last_progress < kSpinWhilePolling) {
+    } else if (const auto idle = std::chrono::steady_clock::now() - last_progress;
+               idle < kHotSpin) {
+      // MPI_Test again at once: the other rank's message is usually microseconds away.
+    } else if (idle < kSpinWhilePolling) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(50));

@@ -25,10 +25,13 @@
 //   rank's, and said its input was fine, and its data collective completed.
 // - Once broken (a timeout, a mismatch, an MPI error) every collective, queued or later, fails
 //   with the breaking error; no MPI call is made for them.
-// - Thread hand-offs dominate a small collective's cost, so the thread spins (yielding) rather
-//   than sleeps while it has recent work: up to kSpinWhilePolling since the last progress while
-//   something is in flight (then it sleeps 50 us between rounds that made no progress), and up
-//   to kSpinBeforePark looking for the next collective before it parks on a condition variable.
+// - Thread hand-offs dominate a small collective's cost, so the thread spins rather than sleeps
+//   while it has recent work. While something is in flight it calls MPI_Test back to back for
+//   kHotSpin after the last progress (a yield on a loaded core can keep it off the core for tens
+//   of microseconds), then yields between rounds up to kSpinWhilePolling (never pure spinning
+//   for long: on an oversubscribed machine that starves the threads it waits for until the next
+//   scheduler tick), then sleeps 50 us between rounds. With nothing in flight it looks for the
+//   next collective, yielding, for kSpinBeforePark before it parks on a condition variable;
 //   submit() only notifies a parked thread.
 #pragma once
 
@@ -72,6 +75,7 @@ class CommThread {
 
  private:
   // How long the thread spins before it sleeps; see the top of the file.
+  static constexpr std::chrono::microseconds kHotSpin{20};
   static constexpr std::chrono::microseconds kSpinWhilePolling{1000};
   static constexpr std::chrono::microseconds kSpinBeforePark{200};
 

@@ -103,7 +103,8 @@ void ProcessGroup::Impl::queue(std::unique_ptr<detail::Collective> collective, E
   if (input_var.valid()) inputs.push_back(input_var);
   std::vector<Var> probe_writes{probe};
   engine.push([raw] { raw->inputs_ok.store(true, std::memory_order_release); }, cpu(),
-              VarList(inputs), VarList(probe_writes), {.name = "dist.probe", .queue = Queue::comm});
+              VarList(inputs), VarList(probe_writes),
+              {.name = "dist.probe", .queue = Queue::comm, .inline_when_ready = true});
   std::vector<Var> reads = inputs;
   reads.push_back(probe);
   std::vector<Var> writes{output_var};
@@ -121,7 +122,11 @@ void ProcessGroup::Impl::queue(std::unique_ptr<detail::Collective> collective, E
         thread->submit(std::move(owned));
       },
       cpu(), VarList(reads), VarList(writes),
-      {.name = name, .queue = Queue::comm, .async_completion = true, .no_skip = true});
+      {.name = name,
+       .queue = Queue::comm,
+       .async_completion = true,
+       .no_skip = true,
+       .inline_when_ready = true});
   engine.delete_var(probe);
   ++next_sequence;
 }
