@@ -139,7 +139,13 @@ void CommThread::submit(std::unique_ptr<Collective> collective) {
   }
   if (collective == nullptr) {
     submissions_.fetch_add(1, std::memory_order_release);
-    if (notify) wake_.notify_one();
+    if (notify) {
+      wake_.notify_one();
+      // Let the woken comm thread have this core now: an engine worker that ran the op would
+      // otherwise keep it, spinning for its next op, for tens of microseconds (measured: a
+      // lenet_bn step's exchange through the comm lane, 213 -> 142 us at 2 ranks).
+      std::this_thread::yield();
+    }
     return;
   }
   finish(collective, "tandem::dist: " + collective->what() +

@@ -32,7 +32,7 @@
 //   for long: on an oversubscribed machine that starves the threads it waits for until the next
 //   scheduler tick), then sleeps 50 us between rounds. With nothing in flight it looks for the
 //   next collective, yielding, for kSpinBeforePark before it parks on a condition variable;
-//   submit() only notifies a parked thread.
+//   submit() only notifies a parked thread, and then yields its core to it.
 #pragma once
 
 #include <mpi.h>
