@@ -112,10 +112,12 @@ void ThreadedEngine::enqueue_on_vars(OpRecord* op) {
 }
 
 // A cheap op whose vars were all free at push runs on the pushing thread (OpProps): only a
-// plain CPU op with no fence to wait for, pushed from outside any op (a nested execute would
-// run inside another op's body, and its drainer's run_next_here slot).
+// CPU op with no fence to wait for, pushed from outside any op (a nested execute would run
+// inside another op's body, and its drainer's run_next_here slot). An async_completion op's
+// body only hands its Completion on (execute settles it through completion_refs, as for the
+// naive engine, which runs every op inline).
 bool ThreadedEngine::runs_inline(const OpRecord* op) const noexcept {
-  return op->device.kind == DeviceKind::cpu && !op->props.async_completion &&
+  return op->device.kind == DeviceKind::cpu &&
          !op->needs_fence_sync.load(std::memory_order_relaxed) && current_op() == nullptr;
 }
 

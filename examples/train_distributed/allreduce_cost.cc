@@ -4,8 +4,8 @@
 //   mpirun --oversubscribe -np 2 build/examples/train_distributed/allreduce_cost [--quick]
 //
 // For each size: `iterations` round trips of group.allreduce(x) + x.wait_to_read() (one engine
-// op, the header exchange, MPI_Iallreduce polled by the comm thread, the completion), then as
-// many blocking MPI_Allreduce calls on a buffer of the same size from the main thread,
+// op, the header check sent beside MPI_Iallreduce, both polled by the comm thread, the completion),
+// then as many blocking MPI_Allreduce calls on a buffer of the same size from the main thread,
 // alternating the two five times; the medians per call are printed (rank 0) as one JSON object
 // per line: {"bytes", "ranks", "tandem_us", "mpi_us", "ratio"}.
 //

@@ -9,7 +9,7 @@
 //   const ExchangeOverlap o = cross_process_overlap(profiler::events(), windows);
 //
 // The exchange is every collective op ("dist.allreduce") pushed inside a backward window: from
-// the moment the engine hands it to the comm thread to its completion, i.e. the header exchange,
+// the moment the engine hands it to the comm thread to its completion, i.e. the header check,
 // the wait for the other ranks and the transfer. Backward compute is every cpu compute op pushed
 // inside a window, less the exchange's own ops (the buckets' pack and unpack, the collectives'
 // probes) and the ops that read what the exchange wrote. The figure is the length of (union of

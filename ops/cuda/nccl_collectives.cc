@@ -1,7 +1,6 @@
 // tandem/ops/collectives.h with NCCL: libnccl.so.2 loaded on first use, one communicator set per
 // list of gpu devices. Plain C++ against the CUDA runtime and nccl.h (no kernels of our own).
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <algorithm>
@@ -15,55 +14,11 @@
 #include "tandem/accel/cuda_check.h"
 #include "tandem/errors.h"
 #include "tandem/ops/collectives.h"
+#include "tandem/ops/cuda/nccl_library.h"
 
 namespace tandem::ops {
 
 namespace {
-
-// The NCCL entry points this file calls, resolved from libnccl.so.2 once per process. The
-// handle is never closed: communicators made from it live as long as the process.
-class NcclLibrary {
- public:
-  static const NcclLibrary& get() {
-    static const NcclLibrary library;
-    return library;
-  }
-
-  // "" when every entry point was found, else why not.
-  const std::string& unavailable() const { return unavailable_; }
-
-  decltype(&ncclGetVersion) get_version = nullptr;
-  decltype(&ncclGetErrorString) error_string = nullptr;
-  decltype(&ncclCommInitAll) comm_init_all = nullptr;
-  decltype(&ncclGroupStart) group_start = nullptr;
-  decltype(&ncclGroupEnd) group_end = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-
- private:
-  NcclLibrary() {
-    void* handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      unavailable_ = std::string("libnccl.so.2 could not be loaded (") +
-                     (why != nullptr ? why : "no reason given") + ")";
-      return;
-    }
-    const auto resolve = [&](auto& entry, const char* name) {
-      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(dlsym(handle, name));
-      if (entry == nullptr && unavailable_.empty()) {
-        unavailable_ = std::string("libnccl.so.2 has no ") + name;
-      }
-    };
-    resolve(get_version, "ncclGetVersion");
-    resolve(error_string, "ncclGetErrorString");
-    resolve(comm_init_all, "ncclCommInitAll");
-    resolve(group_start, "ncclGroupStart");
-    resolve(group_end, "ncclGroupEnd");
-    resolve(all_reduce, "ncclAllReduce");
-  }
-
-  std::string unavailable_;
-};
 
 std::string device_list(const std::vector<int>& ordinals) {
   std::string text;

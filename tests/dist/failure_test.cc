@@ -1,6 +1,9 @@
 // Failures across processes, one per run (each breaks its process group):
 //   failure_test mismatch   ranks queue allreduces of different sizes: every rank gets a
 //                           tandem::Error naming the mismatch, and later collectives fail at once
+//   failure_test kinds      rank 0 queues an allreduce where the others queue a broadcast of the
+//                           same array (their data collectives start before the check, which
+//                           must still fail them on every rank, naming both)
 //   failure_test stall      the last rank never queues the collective (it threw and went on):
 //                           the others get a tandem::Error naming it within the timeout
 //   failure_test death      the last rank exits after a first collective (run with
@@ -54,6 +57,25 @@ std::string mismatch(tandem::dist::ProcessGroup& group) {
   return {};
 }
 
+std::string kinds(tandem::dist::ProcessGroup& group) {
+  nd::NDArray a = nd::ones({64});
+  if (group.rank() == 0) {
+    group.allreduce(a);
+  } else {
+    group.broadcast(a, 0);
+  }
+  const std::string error = error_of([&] { (void)a.to_vector<float>(); });
+  if (!contains(error, "collective mismatch at")) return "got '" + error + "'";
+  if (!contains(error, "allreduce(sum) of 64 float32") ||
+      !contains(error, "broadcast from rank 0 of 64 float32"))
+    return "the message does not name both collectives: " + error;
+  nd::NDArray b = nd::ones({3});
+  group.allreduce(b);
+  const std::string next = error_of([&] { (void)b.to_vector<float>(); });
+  if (!contains(next, "collective mismatch")) return "the next collective gave '" + next + "'";
+  return {};
+}
+
 std::string stall_or_death(tandem::dist::ProcessGroup& group, bool death) {
   const int last = group.size() - 1;
   nd::NDArray a = nd::ones({100});
@@ -83,8 +105,8 @@ std::string stall_or_death(tandem::dist::ProcessGroup& group, bool death) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "mismatch" && mode != "stall" && mode != "death") {
-    std::cerr << "usage: failure_test mismatch|stall|death\n";
+  if (mode != "mismatch" && mode != "kinds" && mode != "stall" && mode != "death") {
+    std::cerr << "usage: failure_test mismatch|kinds|stall|death\n";
     return 2;
   }
   tandem::dist::ProcessGroupOptions options;
@@ -92,7 +114,13 @@ int main(int argc, char** argv) {
   tandem::dist::ProcessGroup group(options);
   std::string failure;
   try {
-    failure = mode == "mismatch" ? mismatch(group) : stall_or_death(group, mode == "death");
+    if (mode == "mismatch") {
+      failure = mismatch(group);
+    } else if (mode == "kinds") {
+      failure = kinds(group);
+    } else {
+      failure = stall_or_death(group, mode == "death");
+    }
     try {
       tandem::wait_all();
     } catch (const tandem::Error&) {

@@ -412,6 +412,37 @@ TEST_CASE("an idle engine uses almost no CPU") {
   CHECK(share_of_one_core < 0.20);
 }
 
+// An async_completion op may ask for inline_when_ready too (tandem::dist's collectives): its body
+// runs on the pushing thread, and the op still completes only when its Completion fires.
+TEST_CASE(
+    "an async op ready at push runs its body on the pushing thread and ends at its completion") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.cpu_workers = 1;
+  TestEngine engine(config);
+  const Var output = engine->new_var();
+  const std::thread::id pusher = std::this_thread::get_id();
+  std::thread::id ran_on;
+  tandem::Completion completion;
+  engine->push(
+      [&](tandem::RunContext& context) {
+        ran_on = std::this_thread::get_id();
+        completion = context.take_completion();
+      },
+      cpu(), {}, {output},
+      {.name = "hands off", .async_completion = true, .inline_when_ready = true});
+  CHECK(ran_on == pusher);
+  std::atomic<bool> read{false};
+  engine->push([&] { read = true; }, cpu(), {output}, {}, {.name = "reads"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK_FALSE(read.load());  // the write is held until the completion fires
+  std::thread completer([&] { completion(); });
+  completer.join();
+  engine->wait_for_var(output);
+  engine->wait_all();
+  CHECK(read.load());
+  engine->delete_var(output);
+}
+
 // OpProps::inline_when_ready: a cheap op whose vars are free at push runs on the pushing thread;
 // one that must wait for a var is queued and runs on a worker once the var is free, so it still
 // overlaps with the pushing thread.

@@ -32,8 +32,8 @@ struct OpProps {
   // A CPU op cheaper than handing it to a worker (a few hundred nanoseconds of work at most):
   // when every var it uses is free at push, the threaded engine runs it at once on the pushing
   // thread, as the naive engine does, instead of waking a worker for it. An op that must wait
-  // for a var is queued as usual, so it still overlaps with the work it waits for. Ignored for
-  // async_completion ops, accelerator ops, pushes from inside an op and profiled runs.
+  // for a var is queued as usual, so it still overlaps with the work it waits for. An async op's
+  // body runs inline, its Completion later. Ignored for accelerator ops, nested pushes, profiling.
   bool inline_when_ready = false;
 };
 

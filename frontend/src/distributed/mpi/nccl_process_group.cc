@@ -1,67 +1,26 @@
-// NcclProcessGroup with NCCL: libnccl.so.2 loaded on first use, one communicator per process
-// group and device (ncclCommInitRank, its unique id broadcast over MPI by the group itself).
+// NcclProcessGroup with NCCL (ops' loader: libnccl.so.2 loaded on first use), one communicator per
+// process group and device (ncclCommInitRank, its unique id broadcast over MPI by the group
+// itself).
 #include "nccl_process_group.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "tandem/accel/cuda.h"
 #include "tandem/accel/cuda_check.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
+#include "tandem/ops/cuda/nccl_library.h"
 
 namespace tandem::dist::detail {
 
 namespace {
 
-// The NCCL entry points used across processes, resolved from libnccl.so.2 once per process; the
-// handle is never closed (communicators live until their group goes).
-class NcclLibrary {
- public:
-  static const NcclLibrary& get() {
-    static const NcclLibrary library;
-    return library;
-  }
-  const std::string& unavailable() const { return unavailable_; }
-
-  decltype(&ncclGetErrorString) error_string = nullptr;
-  decltype(&ncclGetUniqueId) get_unique_id = nullptr;
-  decltype(&ncclCommInitRank) comm_init_rank = nullptr;
-  decltype(&ncclCommDestroy) comm_destroy = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-  decltype(&ncclBroadcast) broadcast = nullptr;
-
- private:
-  NcclLibrary() {
-    void* handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      unavailable_ = std::string("libnccl.so.2 could not be loaded (") +
-                     (why != nullptr ? why : "no reason given") + ")";
-      return;
-    }
-    const auto resolve = [&](auto& entry, const char* name) {
-      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(dlsym(handle, name));
-      if (entry == nullptr && unavailable_.empty()) {
-        unavailable_ = std::string("libnccl.so.2 has no ") + name;
-      }
-    };
-    resolve(error_string, "ncclGetErrorString");
-    resolve(get_unique_id, "ncclGetUniqueId");
-    resolve(comm_init_rank, "ncclCommInitRank");
-    resolve(comm_destroy, "ncclCommDestroy");
-    resolve(all_reduce, "ncclAllReduce");
-    resolve(broadcast, "ncclBroadcast");
-  }
-
-  std::string unavailable_;
-};
+using ops::NcclLibrary;
 
 void check_nccl(ncclResult_t result, const char* call, int device) {
   if (result == ncclSuccess) return;
