@@ -63,10 +63,11 @@ namespace tandem::nn {
 
 struct GradientExchangeOptions {
   // Most gradient bytes (per device) summed by one bucket's exchange; 0: one exchange per
-  // parameter. Parameters with larger gradients, or that the ring would carry (kRingMinimumBytes
-  // and up on 3 or more devices), are summed alone. The buckets nearest the end of the backward
-  // are capped lower (see above). Small, so that a bucket's copies stay latency-bound and
-  // several buckets start while backward runs (a bucket waits for its last member).
+  // parameter. Parameters with larger gradients are summed alone, in a bucket of their own (also
+  // those nd::allreduce would send around the ring: kRingMinimumBytes and up on 3 or more
+  // devices). The buckets nearest the end of the backward are capped lower (see above). Small,
+  // so that a bucket's copies stay latency-bound and several buckets start while backward runs
+  // (a bucket waits for its last member).
   std::size_t bucket_bytes = 64 << 10;
   // The same across processes (the cross_process exchange of parameters with one copy here):
   // most gradient bytes summed by one collective, with the same tail-first caps. Larger than
