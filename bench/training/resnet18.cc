@@ -3,6 +3,8 @@
 //
 //   bench_resnet18 --out PATH.json [--quick] [--batch N] [--steps N] [--dp-batch N]
 //       [--trace PATH.json]   (a Chrome trace of the largest data-parallel run's steps)
+//       [--devices N[,N...]]  (the data-parallel runs to make, of 1, 2, 4; default all three)
+//       [--no-cpu-step]
 //
 // Records (a JSON list; bench/training/jax_resnet18.py adds the JAX peer's and the targets):
 //   {"workload": "resnet18_step", "system": "tandem", "device": "cpu(0)", "batch_size",
@@ -109,6 +111,8 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::int64_t batch = 16, dp_batch = 8;
   int steps = 5;
+  bool cpu_step = true;
+  std::vector<int> device_counts{1, 2, 4};
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     const bool has_value = i + 1 < argc;
@@ -116,6 +120,16 @@ int main(int argc, char** argv) {
       out = argv[++i];
     } else if (flag == "--trace" && has_value) {
       trace = argv[++i];  // the profiled steps of the largest data-parallel run
+    } else if (flag == "--devices" && has_value) {
+      device_counts.clear();
+      for (const char* p = argv[++i]; *p != '\0';) {
+        char* end = nullptr;
+        device_counts.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+        if (end == p || device_counts.back() < 1) return 2;
+        p = *end == ',' ? end + 1 : end;
+      }
+    } else if (flag == "--no-cpu-step") {
+      cpu_step = false;
     } else if (flag == "--quick") {
       quick = true;
     } else if (flag == "--batch" && has_value) {
@@ -127,31 +141,34 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_resnet18 --out PATH.json [--quick] [--batch N] [--steps N] "
-                   "[--dp-batch N] [--trace PATH.json]\n");
+                   "[--dp-batch N] [--trace PATH.json] [--devices N[,N...]] [--no-cpu-step]\n");
       return 2;
     }
   }
-  if (out.empty() || batch < 1 || dp_batch < 4 || steps < 1) return 2;
+  if (out.empty() || batch < 1 || dp_batch < 4 || steps < 1 || device_counts.empty()) return 2;
   if (quick) steps = std::min(steps, 3);
   tandem::bench::Records records;
-  const StepTimes cpu = time_steps({tandem::cpu()}, batch, steps);
-  std::printf("resnet18_step cpu(0), batch %lld: %.3f s per step\n", static_cast<long long>(batch),
-              cpu.seconds_per_step);
-  std::fflush(stdout);
-  records.push_back({{"workload", "resnet18_step"},
-                     {"system", "tandem"},
-                     {"device", "cpu(0)"},
-                     {"batch_size", batch},
-                     {"seconds_per_step", cpu.seconds_per_step},
-                     {"steps", steps}});
+  if (cpu_step) {
+    const StepTimes cpu = time_steps({tandem::cpu()}, batch, steps);
+    std::printf("resnet18_step cpu(0), batch %lld: %.3f s per step\n",
+                static_cast<long long>(batch), cpu.seconds_per_step);
+    std::fflush(stdout);
+    records.push_back({{"workload", "resnet18_step"},
+                       {"system", "tandem"},
+                       {"device", "cpu(0)"},
+                       {"batch_size", batch},
+                       {"seconds_per_step", cpu.seconds_per_step},
+                       {"steps", steps}});
+  }
   const char* gflops = std::getenv("TANDEM_SIM_GFLOPS");
-  for (const int count : {1, 2, 4}) {
+  const int largest = *std::max_element(device_counts.begin(), device_counts.end());
+  for (const int count : device_counts) {
     if (tandem::device_count(tandem::DeviceKind::sim) < count) break;
     std::vector<Device> devices;
     for (int d = 0; d < count; ++d) devices.push_back(tandem::sim(d));
     const StepTimes dp = time_steps(
         devices, dp_batch, steps,
-        count == std::min(4, tandem::device_count(tandem::DeviceKind::sim)) ? trace : "");
+        count == std::min(largest, tandem::device_count(tandem::DeviceKind::sim)) ? trace : "");
     std::printf(
         "resnet18_data_parallel %d sim device(s), batch %lld: %.3f s per step, "
         "exchange hidden %.3f, %llu ops per step\n",

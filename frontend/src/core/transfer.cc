@@ -225,7 +225,10 @@ void push_device_to_host(const NDArray& source, const NDArray& destination, cons
       {.name = op, .queue = Queue::copy_d2h});
 }
 
-void push_device_to_device(const NDArray& source, const NDArray& destination, const char* op) {
+// On `stream_device`'s peer-copy stream: the destination's (a copy it pulls) or the source's (a
+// send, see copy_to_device_sent).
+void push_device_to_device(const NDArray& source, const NDArray& destination, const char* op,
+                           Device stream_device) {
   const DenseRef from = dense_ref(source), to = dense_ref(destination);
   const std::size_t bytes = byte_size(source);
   destination.engine().push(
@@ -234,7 +237,7 @@ void push_device_to_device(const NDArray& source, const NDArray& destination, co
         void* dst = to.resolve();
         if (bytes > 0) ctx.stream()->copy(dst, src, bytes);
       },
-      destination.device(), WriteReads(destination, &source).list(), {destination.var()},
+      stream_device, WriteReads(destination, &source).list(), {destination.var()},
       {.name = op, .queue = Queue::copy_d2d});
 }
 
@@ -250,7 +253,7 @@ void push_transfer(const NDArray& source, const NDArray& destination, const char
   if (!destination.device().is_accelerator()) {
     return push_device_to_host(source, destination, op);
   }
-  push_device_to_device(source, destination, op);
+  push_device_to_device(source, destination, op, destination.device());
 }
 
 NDArray copy_to_device_named(const NDArray& source, Device device, const char* op) {
@@ -260,6 +263,18 @@ NDArray copy_to_device_named(const NDArray& source, Device device, const char* o
   NDArray out = allocate_array(source.engine(), source.shape(), source.dtype(), device, op,
                                FirstWrite::by_op, pinned_landing(source, device));
   push_transfer(source, out, op);
+  return out;
+}
+
+NDArray copy_to_device_sent(const NDArray& source, Device device, const char* op) {
+  if (device == source.device() || !source.device().is_accelerator() || !device.is_accelerator() ||
+      !source.is_contiguous()) {
+    return copy_to_device_named(source, device, op);
+  }
+  check_transfer(op, source.device(), device);
+  NDArray out = allocate_array(source.engine(), source.shape(), source.dtype(), device, op,
+                               FirstWrite::by_op, nullptr);
+  push_device_to_device(source, out, op, source.device());
   return out;
 }
 

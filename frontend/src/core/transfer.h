@@ -47,6 +47,12 @@ MemoryPool* pinned_landing(const NDArray& source, Device device);
 // neither is recorded by autograd. copy_into_named bumps the destination's write version like
 // any in-place write.
 NDArray copy_to_device_named(const NDArray& source, Device device, const char* op);
+// The same, but a copy between two accelerators goes on the source's peer-copy stream instead of
+// the destination's (a send): the copies one device sends then run in the order that device
+// produced their sources, and a copy waiting for one device's late array never holds up, in a
+// receiver's queue, the copies of arrays other devices finished long before (the gradient
+// exchange's buckets, docs/design.md). Other copies are copy_to_device_named's.
+NDArray copy_to_device_sent(const NDArray& source, Device device, const char* op);
 void copy_into_named(const NDArray& source, const NDArray& destination, const char* op);
 
 }  // namespace tandem::nd::detail

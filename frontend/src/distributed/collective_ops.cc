@@ -31,6 +31,10 @@ NDArray copy_to_device_as(const NDArray& source, Device device, const char* op) 
   return copy_to_device_named(source, device, op);
 }
 
+NDArray send_to_device_as(const NDArray& source, Device device, const char* op) {
+  return copy_to_device_sent(source, device, op);
+}
+
 NDArray allocate_on(Engine& engine, const Shape& shape, DType dtype, Device device,
                     const char* op) {
   return allocate_array(engine, shape, dtype, device, op);

@@ -20,6 +20,8 @@ void require_copy_path(const char* op, Device from, Device to);
 // source.as_in_context(device), its transfer named `op` in the profiler; not recorded by
 // autograd.
 NDArray copy_to_device_as(const NDArray& source, Device device, const char* op);
+// The same, on the source accelerator's peer-copy stream (core/transfer.h, copy_to_device_sent).
+NDArray send_to_device_as(const NDArray& source, Device device, const char* op);
 
 // A new dense array of `shape` on `device`, its size checked naming `op`; the next op pushed on
 // it writes all of it (a bucket's flat array).

@@ -16,8 +16,8 @@
 //   backward has queued the last of them (one op, queued right behind the gradients while the
 //   device's backward goes on; a bucket of one member needs none: its gradient is the flat);
 // - send: once every device has packed (from inside the last device's backward), every flat is
-//   copied to every other device; each copy waits only for its pack, so it runs on the copy
-//   streams during the backward of the earlier layers;
+//   copied to every other device on the sending device's peer-copy stream; each copy waits only
+//   for its pack, so it runs during the backward of the earlier layers;
 // - sum: once the step's last bucket is sent (the backward of every device is then queued), or
 //   at GradientExchange::finish, one op on each device adds the flats into its gradients in
 //   device order, ((g0 + g1) + g2) + ...; it also reads the gradient that device's backward
@@ -35,7 +35,9 @@
 // ops, which the launchers' timing allows) cost about one convolution's backward, 190 ms, per
 // step, 5.2-6.2 s per epoch against 3.8 s. The cost: N-1 copies into every device per bucket
 // instead of 2(N-1) in all; buckets are small (bucket_bytes), so their copies are latency-bound,
-// and each device receives its N-1 copies on its own copy stream.
+// and each device sends its N-1 copies of a pack on its own peer-copy stream, in the order it
+// made its packs (on the receivers' streams, a copy waiting for one device's last pack held up
+// the copies of packs the other devices had made long before).
 //
 // On gpu devices with NCCL usable (tandem/ops/collectives.h), send() instead sums the packs in
 // place with one NCCL allreduce (one op on the first device's comm queue, queued once every
@@ -44,10 +46,14 @@
 // pack is its gradient). The sum then follows NCCL's order: the same bits on every device, but
 // not necessarily those of the gather below.
 //
-// Otherwise every element is summed in the same order as its own gather allreduce would, which is
-// what AllreduceAlgorithm::automatic picks for every member (the plan leaves out the gradients
-// automatic would send around the ring), and float addition is commutative, so every device
-// holds the same bits as after nd::allreduce.
+// Otherwise every element is summed in the same order as its own gather allreduce would
+// (AllreduceAlgorithm::gather), and float addition is commutative, so every device holds the
+// same bits as after nd::allreduce with the gather. That is what AllreduceAlgorithm::automatic
+// picks too, except for gradients of nd::kRingMinimumBytes and up on 3 devices or more, which
+// automatic sends around the ring (the last bits may then differ from the Trainer's sum at the
+// step): the exchange sums those too, each in a bucket of its own, because the ring's adds,
+// queued on every device's compute stream in the middle of its backward, held that stream until
+// the ring's copies came around from the other devices (docs/design.md).
 #pragma once
 
 #include <cstddef>
@@ -71,9 +77,8 @@ enum class BucketScope { across_devices, across_processes };
 // order backward finished their gradients in the recorded step; parameters missing from it
 // (not reached by that backward) get a bucket of their own. A bucket holds candidates adjacent in
 // that order: initialized parameters with GradReq::write and copies on two or more devices, of
-// one dtype and one device list, whose gradient is under nd::kRingMinimumBytes when there are
-// three devices or more. Others, and candidates over their bucket's cap, get a bucket of their
-// own. Every parameter is in exactly one bucket; buckets are listed from the last-ready to the
+// one dtype and one device list. Others, and candidates over their bucket's cap, get a bucket of
+// their own. Every parameter is in exactly one bucket; buckets are listed from the last-ready to the
 // first-ready. bucket_bytes == 0: one bucket per parameter.
 // With BucketScope::across_processes the candidates are instead the initialized parameters with
 // GradReq::write and exactly one copy (of one dtype and device per bucket): the plan is then a

@@ -26,7 +26,9 @@
 // no backward reached on some copy, parameters with GradReq::add, whose gradients accumulate
 // over several backward calls and are summed once, at the step) and starts the next step's
 // count. The sums are the ones Trainer::allreduce_grads would push, so the results are the
-// same bits as summing at the step.
+// same bits as summing at the step, except for the gradients that nd::allreduce sends around
+// the ring (kRingMinimumBytes and up on 3 devices or more): from the second step the buckets
+// sum those in device order, which may differ from the ring's in the last bits.
 //
 // Buckets (PyTorch DDP's bucket_cap_mb): parameters with small gradients are summed together, one
 // exchange of their concatenation per bucket instead of one per parameter. The plan is made at
@@ -42,7 +44,8 @@
 // every device has, the packs are copied to every other device (during the backward of the
 // earlier layers), and once the step's last bucket is sent each device adds them into its
 // gradients in device order, behind its own backward. Each element is summed in the same order
-// as alone, so the results are the same bits (details in frontend/src/nn/gradient_buckets.h).
+// as alone with the gather, so the results are the same bits (details, and the ring's
+// gradients, in frontend/src/nn/gradient_buckets.h).
 // The adds are queued inside the backward that completes the step's last bucket, or by finish()
 // when some gradient was not produced on every copy.
 //
@@ -63,10 +66,11 @@ namespace tandem::nn {
 
 struct GradientExchangeOptions {
   // Most gradient bytes (per device) summed by one bucket's exchange; 0: one exchange per
-  // parameter. Parameters with larger gradients, or that the ring would carry (kRingMinimumBytes
-  // and up on 3 or more devices), are summed alone. The buckets nearest the end of the backward
-  // are capped lower (see above). Small, so that a bucket's copies stay latency-bound and
-  // several buckets start while backward runs (a bucket waits for its last member).
+  // parameter. Parameters with larger gradients are summed alone, in a bucket of their own (also
+  // those nd::allreduce would send around the ring: kRingMinimumBytes and up on 3 or more
+  // devices). The buckets nearest the end of the backward are capped lower (see above). Small,
+  // so that a bucket's copies stay latency-bound and several buckets start while backward runs
+  // (a bucket waits for its last member).
   std::size_t bucket_bytes = 64 << 10;
   // The same across processes (the cross_process exchange of parameters with one copy here):
   // most gradient bytes summed by one collective, with the same tail-first caps. Larger than

@@ -23,7 +23,8 @@
 // each parameter's sum is queued from inside the backward() that finishes its last copy's
 // gradient, so the exchange of the last layers overlaps the backward of the first ones
 // (nn::GradientExchange, tandem/nn/gradient_exchange.h); step() then pushes only the sums
-// backward did not, and the updates. Same sums, same bits as at_step.
+// backward did not, and the updates. Same sums, same bits as at_step (but for the gradients the
+// ring would sum on 3 devices or more: see gradient_exchange.h).
 //
 // With TrainerOptions::cross_process (data parallelism across processes, e.g. a
 // tandem::dist::ProcessGroup under mpirun: PyTorch DDP's defaults and guarantees):
