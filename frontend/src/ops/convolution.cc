@@ -107,22 +107,32 @@ void check_shape(const char* op, const char* what, const NDArray& array, const S
   }
 }
 
-// conv2d_backward_weight's op, writing `out` (and adding it into out.add_into after the
-// kernel, in the same op, when the weight's gradient accumulates into its buffer).
-void push_backward_weight(const NDArray& grad_out, const NDArray& x, const Conv2dGeometry& g,
-                          const detail::GradientOutput& out) {
+// conv2d_backward_weight, its result written into input `input`'s destination when backward
+// offers one (gradient_into.h; `into` may be empty): the buffer is the kernel's output, or the
+// same op adds the kernel's output into it (grad_req add). Returns undefined when it wrote the
+// destination.
+NDArray backward_weight(const NDArray& grad_out, const NDArray& x, const Shape& weight_shape,
+                        const Conv2dOptions& options,
+                        std::vector<detail::GradientDestination>& into, std::size_t input) {
   const char* op = "conv2d_backward_weight";
+  Engine& engine = detail::check_same_place(op, {&grad_out, &x});
+  check_floating_same(op, grad_out, x);
+  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
+  check_shape(op, "grad_out", grad_out, output_shape(g));
+  const detail::GradientOutput out =
+      detail::gradient_output(into, input, engine, weight_shape, x.dtype(), x.device(), op);
   const NDArray dx = dense(x), dy = dense(grad_out);
   const std::vector<detail::GradientAdd> adds = detail::gradient_adds({&out});
   const std::vector<Var> writes = detail::gradient_writes({&out});
   detail::push_view_op<3>(
-      out.array.engine(), out.array.device(), op,
+      engine, out.array.device(), op,
       {detail::lazy_view(dx), detail::lazy_view(dy), detail::lazy_view(out.array)},
       {dx.var(), dy.var()}, writes, [g, adds](const ops::Kernels& k, Stream* s, const auto& v) {
         k.conv2d_backward_weight(s, v[0], v[1], v[2], g);
         detail::add_formed_gradients(k, s, adds);
       });
   out.queued();
+  return out.result();
 }
 
 // The bias gradient: the sum of grad_out over the batch and the spatial axes. Over a dense
@@ -167,20 +177,8 @@ detail::OpGradient conv2d_gradient(const detail::OpCall& c) {
                            const std::vector<NDArray>& g, const std::vector<NDArray>& saved,
                            std::vector<detail::GradientDestination>& into) {
     std::vector<NDArray> grads{
-        need_x ? conv2d_backward_data(g[0], saved[1], x_shape, options) : NDArray(), NDArray()};
-    if (need_w) {
-      const char* op = "conv2d_backward_weight";
-      const NDArray& dy = g[0];
-      const NDArray& input = saved[0];
-      detail::check_same_place(op, {&dy, &input});
-      check_floating_same(op, dy, input);
-      const Conv2dGeometry geometry_of = geometry(op, input.shape(), w_shape, options);
-      check_shape(op, "grad_out", dy, output_shape(geometry_of));
-      const detail::GradientOutput out = detail::gradient_output(into, 1, input.engine(), w_shape,
-                                                                 input.dtype(), input.device(), op);
-      push_backward_weight(dy, input, geometry_of, out);
-      grads[1] = out.result();
-    }
+        need_x ? conv2d_backward_data(g[0], saved[1], x_shape, options) : NDArray(),
+        need_w ? backward_weight(g[0], saved[0], w_shape, options, into, 1) : NDArray()};
     if (has_bias) grads.push_back(need_b ? backward_bias(g[0], into, 2) : NDArray());
     return grads;
   };
@@ -310,15 +308,8 @@ NDArray conv2d_backward_data(const NDArray& grad_out, const NDArray& weight,
 
 NDArray conv2d_backward_weight(const NDArray& grad_out, const NDArray& x, const Shape& weight_shape,
                                const Conv2dOptions& options) {
-  const char* op = "conv2d_backward_weight";
-  Engine& engine = detail::check_same_place(op, {&grad_out, &x});
-  check_floating_same(op, grad_out, x);
-  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
-  check_shape(op, "grad_out", grad_out, output_shape(g));
-  detail::GradientOutput out;
-  out.array = detail::allocate_array(engine, weight_shape, x.dtype(), x.device(), op);
-  push_backward_weight(grad_out, x, g, out);
-  return out.array;
+  std::vector<detail::GradientDestination> none;
+  return backward_weight(grad_out, x, weight_shape, options, none, 0);
 }
 
 NDArray conv2d_backward_bias(const NDArray& grad_out) {
