@@ -105,33 +105,33 @@ std::string describe(const StepCounts& counts) {
 }  // namespace
 
 TEST_SUITE("frontend.step_counts") {
-  TEST_CASE("an eager LeNet-BN step on sim(0): 42 ops, 61 launches, no allocation") {
+  TEST_CASE("an eager LeNet-BN step on sim(0): 40 ops, 59 launches, no allocation") {
     if (device_count(DeviceKind::sim) == 0) return;
     const StepCounts counts = profile_steps(false);
     CAPTURE(describe(counts));
     // Forward 12 (2 x conv2d, batch_norm, relu, max_pool2d; dot, add, softmax_cross_entropy,
-    // sum), backward 20 (the head's ones_like, softmax_cross_entropy_backward, the dense
-    // layer's two dots and bias sum, 2 x max_pool2d_backward, greater and multiply for relu,
+    // sum), backward 18 (the head's ones_like, softmax_cross_entropy_backward, the dense
+    // layer's two dots and bias sum, 2 x max_pool2d_backward, relu_backward,
     // batch_norm_backward, conv2d_backward_weight and two bias sums, one conv2d_backward_data),
     // 10 sgd_update. No assign into a gradient buffer: every parameter's gradient is formed in
     // its buffer.
-    CHECK(counts.ops == doctest::Approx(42));
+    CHECK(counts.ops == doctest::Approx(40));
     CHECK(counts.per_op.count("assign") == 0);
-    CHECK(counts.launches == doctest::Approx(61));
+    CHECK(counts.launches == doctest::Approx(59));
     CHECK(counts.allocations == 0);
   }
 
   TEST_CASE(
-      "a replayed LeNet-BN TrainingStep on sim(0): 6 device graphs, 35 units, no allocation") {
+      "a replayed LeNet-BN TrainingStep on sim(0): 6 device graphs, 33 units, no allocation") {
     if (device_count(DeviceKind::sim) == 0) return;
     const StepCounts counts = profile_steps(true);
     CAPTURE(describe(counts));
     // Why not one (docs/measuring-overlap.md): a run must be a dependency chain whose visible
-    // writes are its last op's, and the forward's outputs are read by backward. The 35 units:
+    // writes are its last op's, and the forward's outputs are read by backward. The 33 units:
     // the 6 graphs, the copies of x and the labels into the step's inputs, 10 sgd_update and
-    // 17 accelerator ops that join no run.
+    // 15 accelerator ops that join no run.
     CHECK(counts.device_graphs == doctest::Approx(6));
-    CHECK(counts.ops == doctest::Approx(35));
+    CHECK(counts.ops == doctest::Approx(33));
     CHECK(counts.allocations == 0);
   }
 }
