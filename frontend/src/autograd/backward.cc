@@ -91,6 +91,13 @@ void check_saved(const Node& node) {
   }
 }
 
+// Whether `array` repeats elements (a stride 0 along an axis of more than one element).
+bool broadcast_view(const NDArray& array) {
+  for (int i = 0; i < array.ndim(); ++i)
+    if (array.strides()[i] == 0 && array.shape()[i] > 1) return true;
+  return false;
+}
+
 void accumulate(NDArray& slot, NDArray gradient) {
   slot = slot.defined() ? nd::add(slot, gradient) : std::move(gradient);
 }
@@ -355,6 +362,10 @@ std::vector<NDArray> walk_backward(const char* op, const std::vector<NDArray>& h
   for (const auto& [node, slots] : gradients) {
     if (node->leaf) take_target_gradients(*node, slots);
   }
+  // A sum's or a mean's gradient is a broadcast view of its output's (stride 0, no op): the
+  // caller gets an array of its own, which it may write.
+  for (NDArray& gradient : target_gradients)
+    if (gradient.defined() && broadcast_view(gradient)) gradient = gradient.copy();
   return target_gradients;
 }
 

@@ -8,6 +8,7 @@
 #include "core/invoke.h"
 #include "core/op_definition.h"
 #include "core/view_op.h"
+#include "ops/gradient_into.h"
 #include "ops/size2d_attrs.h"
 #include "tandem/errors.h"
 #include "tandem/nd/reduce.h"
@@ -106,8 +107,63 @@ void check_shape(const char* op, const char* what, const NDArray& array, const S
   }
 }
 
+// conv2d_backward_weight, its result written into input `input`'s destination when backward
+// offers one (gradient_into.h; `into` may be empty): the buffer is the kernel's output, or the
+// same op adds the kernel's output into it (grad_req add). Returns undefined when it wrote the
+// destination.
+NDArray backward_weight(const NDArray& grad_out, const NDArray& x, const Shape& weight_shape,
+                        const Conv2dOptions& options,
+                        std::vector<detail::GradientDestination>& into, std::size_t input) {
+  const char* op = "conv2d_backward_weight";
+  Engine& engine = detail::check_same_place(op, {&grad_out, &x});
+  check_floating_same(op, grad_out, x);
+  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
+  check_shape(op, "grad_out", grad_out, output_shape(g));
+  const detail::GradientOutput out =
+      detail::gradient_output(into, input, engine, weight_shape, x.dtype(), x.device(), op);
+  const NDArray dx = dense(x), dy = dense(grad_out);
+  const std::vector<detail::GradientAdd> adds = detail::gradient_adds({&out});
+  const std::vector<Var> writes = detail::gradient_writes({&out});
+  detail::push_view_op<3>(
+      engine, out.array.device(), op,
+      {detail::lazy_view(dx), detail::lazy_view(dy), detail::lazy_view(out.array)},
+      {dx.var(), dy.var()}, writes, [g, adds](const ops::Kernels& k, Stream* s, const auto& v) {
+        k.conv2d_backward_weight(s, v[0], v[1], v[2], g);
+        detail::add_formed_gradients(k, s, adds);
+      });
+  out.queued();
+  return out.result();
+}
+
+// The bias gradient: the sum of grad_out over the batch and the spatial axes. Over a dense
+// (N, O, OH * OW) view it is two reductions instead of three (one op less per convolution and
+// step; a strided grad_out takes the three). The last reduction writes the bias's gradient
+// buffer when backward offers it (and adds into it in the same op for grad_req add).
+NDArray backward_bias(const NDArray& grad_out, std::vector<detail::GradientDestination>& into,
+                      std::size_t input) {
+  const char* op = "conv2d_backward_bias";
+  detail::check_defined(op, grad_out);
+  detail::check_floating(op, grad_out.dtype());
+  if (grad_out.ndim() != 4) {
+    fail(op, "grad_out must be 4-D (N, O, OH, OW), got shape " + grad_out.shape().to_string());
+  }
+  const Shape& s = grad_out.shape();
+  const NDArray per_sample = grad_out.is_contiguous()
+                                 ? sum(grad_out.reshape({s[0], s[1], s[2] * s[3]}), 2)
+                                 : sum(sum(grad_out, 3), 2);
+  if (detail::usable_destination(into, input, grad_out.engine(), Shape{s[1]}, grad_out.dtype(),
+                                 grad_out.device()) == nullptr) {
+    return sum(per_sample, 0);
+  }
+  const detail::GradientOutput out = detail::gradient_output(
+      into, input, grad_out.engine(), Shape{s[1]}, grad_out.dtype(), grad_out.device(), "sum");
+  detail::push_reduce_axis_into(ops::ReduceOp::sum, per_sample, 0, out);
+  return out.result();
+}
+
 // The conv2d rule: each gradient only when its input needs one; it saves only what its
-// gradients read (dx reads the weight, dweight reads x).
+// gradients read (dx reads the weight, dweight reads x). The weight's and the bias's gradients
+// go straight into their buffers when backward offers them (gradient_into.h).
 detail::OpGradient conv2d_gradient(const detail::OpCall& c) {
   const NDArray &x = *c.inputs[0], &weight = *c.inputs[1], &bias = *c.inputs[2];
   const Conv2dOptions options = detail::attrs_of<Conv2dOptions>(c);
@@ -117,13 +173,19 @@ detail::OpGradient conv2d_gradient(const detail::OpCall& c) {
   gradient.inputs = {x, weight};
   if (has_bias) gradient.inputs.push_back(bias);
   gradient.saved = {need_w ? x : NDArray(), need_x ? weight : NDArray()};
-  gradient.rule = [=, x_shape = x.shape(), w_shape = weight.shape()](
-                      const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+  gradient.rule_into = [=, x_shape = x.shape(), w_shape = weight.shape()](
+                           const std::vector<NDArray>& g, const std::vector<NDArray>& saved,
+                           std::vector<detail::GradientDestination>& into) {
     std::vector<NDArray> grads{
         need_x ? conv2d_backward_data(g[0], saved[1], x_shape, options) : NDArray(),
-        need_w ? conv2d_backward_weight(g[0], saved[0], w_shape, options) : NDArray()};
-    if (has_bias) grads.push_back(need_b ? conv2d_backward_bias(g[0]) : NDArray());
+        need_w ? backward_weight(g[0], saved[0], w_shape, options, into, 1) : NDArray()};
+    if (has_bias) grads.push_back(need_b ? backward_bias(g[0], into, 2) : NDArray());
     return grads;
+  };
+  gradient.rule = [into = gradient.rule_into](const std::vector<NDArray>& g,
+                                              const std::vector<NDArray>& saved) {
+    std::vector<detail::GradientDestination> none;
+    return into(g, saved, none);
   };
   return gradient;
 }
@@ -246,34 +308,13 @@ NDArray conv2d_backward_data(const NDArray& grad_out, const NDArray& weight,
 
 NDArray conv2d_backward_weight(const NDArray& grad_out, const NDArray& x, const Shape& weight_shape,
                                const Conv2dOptions& options) {
-  const char* op = "conv2d_backward_weight";
-  Engine& engine = detail::check_same_place(op, {&grad_out, &x});
-  check_floating_same(op, grad_out, x);
-  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
-  check_shape(op, "grad_out", grad_out, output_shape(g));
-  NDArray out = detail::allocate_array(engine, weight_shape, x.dtype(), x.device(), op);
-  const NDArray dx = dense(x), dy = dense(grad_out);
-  detail::push_view_op<3>(engine, out.device(), op,
-                          {detail::lazy_view(dx), detail::lazy_view(dy), detail::lazy_view(out)},
-                          {dx.var(), dy.var()}, {out.var()},
-                          [g](const ops::Kernels& k, Stream* s, const auto& v) {
-                            k.conv2d_backward_weight(s, v[0], v[1], v[2], g);
-                          });
-  return out;
+  std::vector<detail::GradientDestination> none;
+  return backward_weight(grad_out, x, weight_shape, options, none, 0);
 }
 
 NDArray conv2d_backward_bias(const NDArray& grad_out) {
-  const char* op = "conv2d_backward_bias";
-  detail::check_defined(op, grad_out);
-  detail::check_floating(op, grad_out.dtype());
-  if (grad_out.ndim() != 4) {
-    fail(op, "grad_out must be 4-D (N, O, OH, OW), got shape " + grad_out.shape().to_string());
-  }
-  // Over a dense (N, O, OH * OW) view: two reductions instead of three (one op less per
-  // convolution and step); a strided grad_out takes the three.
-  if (!grad_out.is_contiguous()) return sum(sum(sum(grad_out, 3), 2), 0);
-  const Shape& s = grad_out.shape();
-  return sum(sum(grad_out.reshape({s[0], s[1], s[2] * s[3]}), 2), 0);
+  std::vector<detail::GradientDestination> none;
+  return backward_bias(grad_out, none, 0);
 }
 
 }  // namespace tandem::nd

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "core/op_dispatch.h"
+#include "ops/gradient_into.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/reduce.h"
 
@@ -28,6 +29,27 @@ NDArray sum_to_shape(const NDArray& gradient, const Shape& shape) {
     if (shape[i] == 1 && reduced.shape()[i] != 1) reduced = nd::sum(reduced, i, true);
   if (!(reduced.shape() == shape)) reduced = reduced.reshape(shape);
   return reduced;
+}
+
+// sum_to_shape, its last reduction written into input `input`'s destination when backward
+// offers one and the input was broadcast along leading axes only (a bias added to a batch):
+// the same reductions, the last one into the leaf's gradient buffer (gradient_into.h).
+NDArray sum_to_shape_into(const NDArray& gradient, const Shape& shape,
+                          std::vector<GradientDestination>& into, std::size_t input) {
+  const int lead = gradient.ndim() - shape.ndim();
+  bool leading_only = lead > 0;
+  for (int i = 0; leading_only && i < shape.ndim(); ++i)
+    leading_only = gradient.shape()[lead + i] == shape[i];
+  if (!leading_only || usable_destination(into, input, gradient.engine(), shape, gradient.dtype(),
+                                          gradient.device()) == nullptr) {
+    return sum_to_shape(gradient, shape);
+  }
+  NDArray reduced = gradient;
+  while (reduced.ndim() > shape.ndim() + 1) reduced = nd::sum(reduced, 0);
+  const GradientOutput out = gradient_output(into, input, gradient.engine(), shape,
+                                             gradient.dtype(), gradient.device(), "sum");
+  push_reduce_axis_into(ops::ReduceOp::sum, reduced, 0, out);
+  return out.result();
 }
 
 namespace elementwise_rules {
@@ -117,24 +139,34 @@ OpGradient binary_gradient(const OpCall& c, RuleA rule_a, RuleB rule_b) {
     gradient.saved = {saved_when((saves & saved_names::a) != 0, a),
                       saved_when((saves & saved_names::b) != 0, b),
                       saved_when((saves & saved_names::y) != 0, *c.out)};
-    gradient.rule = [rule_a, rule_b, need_a, need_b, shape_a = a.shape(), shape_b = b.shape()](
-                        const std::vector<NDArray>& grads, const std::vector<NDArray>& saved) {
+    const auto compute = [rule_a, rule_b, need_a, need_b, shape_a = a.shape(), shape_b = b.shape()](
+                             const std::vector<NDArray>& grads, const std::vector<NDArray>& saved,
+                             std::vector<GradientDestination>& into) {
       const NDArray& g = grads[0];
       std::vector<NDArray> result(2);
       if (need_a) {
-        result[0] = sum_to_shape(rule_a(g, saved_if<SavesA, saved_names::a>(saved[0]),
-                                        saved_if<SavesA, saved_names::b>(saved[1]),
-                                        saved_if<SavesA, saved_names::y>(saved[2])),
-                                 shape_a);
+        result[0] = sum_to_shape_into(rule_a(g, saved_if<SavesA, saved_names::a>(saved[0]),
+                                             saved_if<SavesA, saved_names::b>(saved[1]),
+                                             saved_if<SavesA, saved_names::y>(saved[2])),
+                                      shape_a, into, 0);
       }
       if (need_b) {
-        result[1] = sum_to_shape(rule_b(g, saved_if<SavesB, saved_names::a>(saved[0]),
-                                        saved_if<SavesB, saved_names::b>(saved[1]),
-                                        saved_if<SavesB, saved_names::y>(saved[2])),
-                                 shape_b);
+        result[1] = sum_to_shape_into(rule_b(g, saved_if<SavesB, saved_names::a>(saved[0]),
+                                             saved_if<SavesB, saved_names::b>(saved[1]),
+                                             saved_if<SavesB, saved_names::y>(saved[2])),
+                                      shape_b, into, 1);
       }
       return result;
     };
+    gradient.rule = [compute](const std::vector<NDArray>& grads,
+                              const std::vector<NDArray>& saved) {
+      std::vector<GradientDestination> none;
+      return compute(grads, saved, none);
+    };
+    // Only a broadcast input's gradient (a reduction) can be formed in its buffer: without
+    // one, rule_into stays unset and backward takes the plain rule.
+    if (!(a.shape() == c.out->shape()) || !(b.shape() == c.out->shape()))
+      gradient.rule_into = compute;
     return gradient;
   }
 }

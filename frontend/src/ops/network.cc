@@ -14,6 +14,7 @@
 #include "core/modes.h"
 #include "core/op_definition.h"
 #include "core/view_op.h"
+#include "ops/gradient_into.h"
 #include "tandem/errors.h"
 #include "tandem/nd/creation.h"
 #include "tandem/nd/elementwise.h"
@@ -326,29 +327,44 @@ NDArray dropout_with(const NDArray& x, double p, random::Generator* generator) {
 }
 
 // The gradient of training-mode batch_norm: dx, dgamma and dbeta in one op from x, gamma and
-// the batch statistics the forward kept.
+// the batch statistics the forward kept. dgamma and dbeta go straight into gamma's and beta's
+// gradient buffers when backward offers them (gradient_into.h).
 detail::OpGradient batch_norm_gradient(const detail::OpCall& c) {
   detail::OpGradient gradient;
   gradient.inputs = {*c.inputs[0], *c.inputs[1], *c.inputs[2]};
   gradient.saved = {*c.inputs[0], *c.inputs[1], c.kept[0], c.kept[1]};
-  gradient.rule = [](const std::vector<NDArray>& g, const std::vector<NDArray>& saved) {
+  gradient.rule_into = [](const std::vector<NDArray>& g, const std::vector<NDArray>& saved,
+                          std::vector<detail::GradientDestination>& into) {
     const char* name = "batch_norm_backward";
     const NDArray x = dense(saved[0]), gamma = dense(saved[1]), dy = dense(g[0]);
     Engine& e = x.engine();
     const Device device = x.device();
     NDArray dx = detail::allocate_array(e, x.shape(), x.dtype(), device, name);
-    NDArray dgamma = detail::allocate_array(e, gamma.shape(), x.dtype(), device, name);
-    NDArray dbeta = detail::allocate_array(e, gamma.shape(), x.dtype(), device, name);
+    const detail::GradientOutput dgamma =
+        detail::gradient_output(into, 1, e, gamma.shape(), x.dtype(), device, name);
+    const detail::GradientOutput dbeta =
+        detail::gradient_output(into, 2, e, gamma.shape(), x.dtype(), device, name);
+    std::vector<Var> writes = detail::gradient_writes({&dgamma, &dbeta});
+    writes.push_back(dx.var());
+    const std::vector<detail::GradientAdd> adds = detail::gradient_adds({&dgamma, &dbeta});
     detail::push_view_op<8>(
         e, device, name,
         {detail::lazy_view(x), detail::lazy_view(dy), detail::lazy_view(gamma),
          detail::lazy_view(saved[2]), detail::lazy_view(saved[3]), detail::lazy_view(dx),
-         detail::lazy_view(dgamma), detail::lazy_view(dbeta)},
-        {x.var(), dy.var(), gamma.var(), saved[2].var(), saved[3].var()},
-        {dx.var(), dgamma.var(), dbeta.var()}, [](const ops::Kernels& k, Stream* s, const auto& v) {
+         detail::lazy_view(dgamma.array), detail::lazy_view(dbeta.array)},
+        {x.var(), dy.var(), gamma.var(), saved[2].var(), saved[3].var()}, writes,
+        [adds](const ops::Kernels& k, Stream* s, const auto& v) {
           k.batch_norm_backward(s, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+          detail::add_formed_gradients(k, s, adds);
         });
-    return std::vector<NDArray>{dx, dgamma, dbeta};
+    dgamma.queued();
+    dbeta.queued();
+    return std::vector<NDArray>{dx, dgamma.result(), dbeta.result()};
+  };
+  gradient.rule = [into = gradient.rule_into](const std::vector<NDArray>& g,
+                                              const std::vector<NDArray>& saved) {
+    std::vector<detail::GradientDestination> none;
+    return into(g, saved, none);
   };
   return gradient;
 }

@@ -38,12 +38,17 @@ struct ReduceAttrs {
   bool keepdims;
 };
 
-// A dense array of `shape` holding `value` broadcast.
+// `value` seen with `shape` (stride 0 along the axes it is broadcast along): a view, no op
+// queued. The gradient of a sum or a mean is this view of the output's gradient, as a
+// broadcast operand of an element-wise op is. Its readers take strided views (a kernel that
+// needs a dense operand copies it first), and nothing writes into a gradient in place:
+// autograd::grad hands a target a dense copy of such a view (autograd/backward.cc).
 NDArray broadcast_to(const NDArray& value, const Shape& shape) {
-  NDArray out =
-      detail::allocate_array(value.engine(), shape, value.dtype(), value.device(), "backward");
-  out.assign(value);
-  return out;
+  using detail::NDArrayAccess;
+  const ops::ArrayView view = ops::broadcast_view(
+      ops::ArrayView{nullptr, value.dtype(), value.shape(), value.strides()}, shape);
+  return NDArrayAccess::make(NDArrayAccess::storage(value), value.dtype(), shape, view.strides,
+                             NDArrayAccess::offset(value));
 }
 
 bool reads_input(ReduceOp op) {

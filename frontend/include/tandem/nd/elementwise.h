@@ -49,6 +49,9 @@ NDArray negative(const NDArray& x);
 NDArray abs(const NDArray& x);
 NDArray square(const NDArray& x);
 NDArray relu(const NDArray& x);
+// relu's gradient as one op: dy where x > 0, else 0 (dy * (x > 0), the same bits), as
+// MXNet's _backward_relu. What relu's gradient rule queues.
+NDArray relu_backward(const NDArray& dy, const NDArray& x);
 NDArray exp(const NDArray& x);
 NDArray log(const NDArray& x);
 NDArray log1p(const NDArray& x);  // log(1 + x), accurate for small x

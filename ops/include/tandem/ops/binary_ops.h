@@ -45,7 +45,10 @@
   X(less,          Less,         any,      1.0, (), no_gradient, (), no_gradient)               \
   X(less_equal,    LessEqual,    any,      1.0, (), no_gradient, (), no_gradient)               \
   X(power,         Power,        floating, 8.0, (a, b), g * b * power(a, b - 1.0),              \
-                                                (a, b, y), g * y * log(a))
+                                                (a, b, y), g * y * log(a))                      \
+  /* relu's gradient in one pass: a where b > 0, else 0 (a * (b > 0), bit for bit). */          \
+  X(relu_backward, ReluBackward, any,      1.0, (b),    g * (b > 0.0),                          \
+                                                (),     g * 0.0)
 // clang-format on
 
 namespace tandem::ops::functors {
@@ -94,6 +97,12 @@ struct Power {
   template <class T>
   TANDEM_HOST_DEVICE T operator()(T a, T b) const {
     return std::pow(a, b);
+  }
+};
+struct ReluBackward {
+  template <class T>
+  TANDEM_HOST_DEVICE T operator()(T a, T b) const {
+    return wrapping_mul(a, b > T(0) ? T(1) : T(0));
   }
 };
 struct Equal {

@@ -31,7 +31,7 @@
   X(negative, Negative, any,      1.0, (),  negative(g))                       \
   X(abs,      Abs,      any,      1.0, (x), g * ((x > 0.0) - (x < 0.0)))       \
   X(square,   Square,   any,      1.0, (x), g * x * 2.0)                       \
-  X(relu,     Relu,     any,      1.0, (x), g * (x > 0.0))                     \
+  X(relu,     Relu,     any,      1.0, (x), relu_backward(g, x))               \
   X(exp,      Exp,      floating, 8.0, (y), g * y)                             \
   X(log,      Log,      floating, 8.0, (x), g / x)                             \
   X(log1p,    Log1p,    floating, 8.0, (x), g / (x + 1.0))                     \

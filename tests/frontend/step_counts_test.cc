@@ -1,0 +1,139 @@
+// What one LeNet-BN training step costs on sim(0), pinned (issue 22, item 8): the ops it
+// queues, the kernel launches and library calls they make (sim counts what the CUDA kernels
+// would launch), the device graphs a replayed nn::TrainingStep enters, and no device allocation
+// in a steady step. A change that adds an op, a launch or an allocation to the step fails here,
+// on a machine without a GPU; one that removes some updates the numbers (and
+// docs/measuring-overlap.md, "One training epoch on a GPU", which explains them).
+#include <map>
+#include <string>
+
+#include "frontend_test_util.h"
+#include "tandem/accel/accelerator.h"
+#include "tandem/nn/nn.h"
+#include "tandem/profiler.h"
+
+namespace tandem::testing {
+
+namespace {
+
+namespace nn = tandem::nn;
+
+// bench_gpu's lenet_bn (examples/train_lenet's default model) on 8x8 images with one channel:
+// two (conv 3x3 + batch norm + relu + 2x2 max pool) blocks of 16 and 32 channels, a dense head.
+std::shared_ptr<nn::Sequential> lenet_bn() {
+  nd::random::seed(3);
+  auto net = std::make_shared<nn::Sequential>();
+  for (const std::int64_t channels : {16, 32}) {
+    net->add(nn::Conv2D(channels, 3, {.padding = 1}))
+        .add(nn::BatchNorm())
+        .add(nn::Activation(nn::relu))
+        .add(nn::MaxPool2D(2));
+  }
+  net->add(nn::Flatten()).add(nn::Dense(10));
+  net->initialize(nn::Xavier(), {sim(0)});
+  return net;
+}
+
+nd::NDArray summed_cross_entropy(const nd::NDArray& output, const nd::NDArray& label) {
+  return nd::sum(nd::softmax_cross_entropy(output, label));
+}
+
+struct StepCounts {
+  double ops = 0;                     // ops run per step (frees of arrays, delete_var, not counted)
+  double launches = 0;                // kernel launches + library calls per step
+  double device_graphs = 0;           // device graph units per step (replayed steps)
+  std::uint64_t allocations = 0;      // device allocations in all the profiled steps
+  std::map<std::string, int> per_op;  // ops of each name in all the profiled steps
+};
+
+constexpr int kProfiledSteps = 3;
+
+// Profiles kProfiledSteps steps of batch 64 (after warm-up steps), each waited for: eager
+// (record, backward, Trainer::step) or as one replayed TrainingStep.
+StepCounts profile_steps(bool replayed) {
+  auto net = lenet_bn();
+  nn::Trainer trainer(net->collect_params(), nn::SGD(0.1));
+  nn::TrainingStep whole(*net, trainer, summed_cross_entropy);
+  const NDArray x = nd::random::uniform({64, 1, 8, 8}, sim(0));
+  const NDArray labels = nd::random::uniform(0, 10, {64}, sim(0)).astype(nd::int32);
+  const auto step = [&] {
+    if (replayed) {
+      (void)whole(x, labels, 64);
+      return;
+    }
+    NDArray loss;
+    {
+      auto recording = autograd::record();
+      loss = summed_cross_entropy((*net)(x), labels);
+    }
+    loss.backward();
+    trainer.step(64);
+  };
+  for (int i = 0; i < 8; ++i) {  // shapes, optimizer state, the recording, the pools
+    step();
+    nd::waitall();
+  }
+  MemoryPool& pool = accelerator(sim(0)).device_pool();
+  const std::uint64_t before = pool.stats().raw_allocations;
+  profiler::clear();
+  profiler::start();
+  for (int i = 0; i < kProfiledSteps; ++i) {
+    step();
+    nd::waitall();
+  }
+  profiler::stop();
+  if (replayed) CHECK(whole.last_call_replayed());
+  StepCounts counts;
+  counts.allocations = pool.stats().raw_allocations - before;
+  for (const profiler::OpEvent& e : profiler::events()) {
+    counts.allocations += e.counts.allocations;
+    if (e.name == "delete_var") continue;
+    ++counts.per_op[e.name];
+    counts.ops += 1.0 / kProfiledSteps;
+    counts.launches += double(e.counts.kernels + e.counts.library_calls) / kProfiledSteps;
+    if (e.name == "device graph") counts.device_graphs += 1.0 / kProfiledSteps;
+  }
+  return counts;
+}
+
+std::string describe(const StepCounts& counts) {
+  std::string text;
+  for (const auto& [name, count] : counts.per_op) text += name + " " + std::to_string(count) + ", ";
+  return text;
+}
+
+}  // namespace
+
+TEST_SUITE("frontend.step_counts") {
+  TEST_CASE("an eager LeNet-BN step on sim(0): 40 ops, 59 launches, no allocation") {
+    if (device_count(DeviceKind::sim) == 0) return;
+    const StepCounts counts = profile_steps(false);
+    CAPTURE(describe(counts));
+    // Forward 12 (2 x conv2d, batch_norm, relu, max_pool2d; dot, add, softmax_cross_entropy,
+    // sum), backward 18 (the head's ones_like, softmax_cross_entropy_backward, the dense
+    // layer's two dots and bias sum, 2 x max_pool2d_backward, relu_backward,
+    // batch_norm_backward, conv2d_backward_weight and two bias sums, one conv2d_backward_data),
+    // 10 sgd_update. No assign into a gradient buffer: every parameter's gradient is formed in
+    // its buffer.
+    CHECK(counts.ops == doctest::Approx(40));
+    CHECK(counts.per_op.count("assign") == 0);
+    CHECK(counts.launches == doctest::Approx(59));
+    CHECK(counts.allocations == 0);
+  }
+
+  TEST_CASE(
+      "a replayed LeNet-BN TrainingStep on sim(0): 6 device graphs, 33 units, no allocation") {
+    if (device_count(DeviceKind::sim) == 0) return;
+    const StepCounts counts = profile_steps(true);
+    CAPTURE(describe(counts));
+    // Why not one (docs/measuring-overlap.md): a run must be a dependency chain whose visible
+    // writes are its last op's, and the forward's outputs are read by backward. The 33 units:
+    // the 6 graphs, the copies of x and the labels into the step's inputs, 10 sgd_update and
+    // 15 accelerator ops that join no run.
+    CHECK(counts.device_graphs == doctest::Approx(6));
+    CHECK(counts.ops == doctest::Approx(33));
+    CHECK(counts.allocations == 0);
+  }
+}
+
+}  // namespace tandem::testing
