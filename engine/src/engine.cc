@@ -241,6 +241,18 @@ detail::EngineCore* make_core(const EngineConfig& config) {
   return new detail::ThreadedEngine(config);
 }
 
+// A facade over a new core of `config`'s kind. The core is made first and each part is owned
+// until the facade owns it: a core whose construction throws (a bad TANDEM_ setting read
+// there) leaks nothing.
+std::unique_ptr<EngineFacade> new_engine_facade(const EngineConfig& config) {
+  std::unique_ptr<detail::EngineCore> core(make_core(config));
+  auto owner = std::make_unique<detail::VarOwner>();
+  auto engine = std::make_unique<EngineFacade>(core.get(), owner.get());
+  core.release();
+  owner.release();
+  return engine;
+}
+
 // The process-wide engine. It is never destroyed by a static destructor: arrays at namespace
 // scope and objects whose destructors use the engine may outlive any static, so an exit hook
 // (registered when the first one is created, hence run after the destructors of every object
@@ -262,7 +274,7 @@ EngineFacade* create_default(const EngineConfig& config) {
   detail::set_log_level(config.log_level);
   // Test-only (TANDEM_FAULTS): armed with the process-wide engine, before its first op.
   if (!config.faults.empty()) testing::arm_faults(testing::parse_fault_plan(config.faults));
-  auto* engine = new EngineFacade(make_core(config), new detail::VarOwner());
+  auto* engine = new_engine_facade(config).release();
   engine->profile_to_file();
   if (exiting) engine->go_inline();
   if (!exit_hook_registered) {
@@ -294,7 +306,7 @@ std::uint64_t VarOwner::next_engine_number() {
 
 std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
   detail::set_log_level(config.log_level);
-  auto engine = std::make_unique<EngineFacade>(make_core(config), new detail::VarOwner());
+  std::unique_ptr<Engine> engine = new_engine_facade(config);
   detail::log().debug("created a {} engine", engine_kind_name(config.kind));
   return engine;
 }

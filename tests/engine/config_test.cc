@@ -352,6 +352,7 @@ TEST_CASE("TANDEM_IDLE_POLL_PAUSES is read when a threaded engine starts") {
       engine->push([&] { ran.fetch_add(1, std::memory_order_relaxed); }, cpu(), {}, {var});
       if (i % 100 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    engine->delete_var(var);
     engine->wait_all();
     CHECK(ran.load() == 1000);
   }
