@@ -78,12 +78,11 @@ enum class BucketScope { across_devices, across_processes };
 // (not reached by that backward) get a bucket of their own. A bucket holds candidates adjacent in
 // that order: initialized parameters with GradReq::write and copies on two or more devices, of
 // one dtype and one device list. Others, and candidates over their bucket's cap, get a bucket of
-// their own. Every parameter is in exactly one bucket; buckets are listed from the last-ready to the
-// first-ready. bucket_bytes == 0: one bucket per parameter.
-// With BucketScope::across_processes the candidates are instead the initialized parameters with
-// GradReq::write and exactly one copy (of one dtype and device per bucket): the plan is then a
-// function of the order and the shapes only, the same on every process that runs the same
-// network.
+// their own. Every parameter is in exactly one bucket; buckets are listed from the last-ready to
+// the first-ready. bucket_bytes == 0: one bucket per parameter. With BucketScope::across_processes
+// the candidates are instead the initialized parameters with GradReq::write and exactly one copy
+// (of one dtype and device per bucket): the plan is then a function of the order and the shapes
+// only, the same on every process that runs the same network.
 std::vector<std::vector<std::size_t>> plan_gradient_buckets(
     const std::vector<std::shared_ptr<Parameter>>& parameters,
     const std::vector<std::size_t>& ready_order, std::size_t bucket_bytes,
