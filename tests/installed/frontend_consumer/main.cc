@@ -401,6 +401,26 @@ void hardening_from_outside(const std::filesystem::path& dir) {
 
 }  // namespace
 
+// relu's one-op gradient (this round's new public call) from outside: dy where x > 0, else 0,
+// on the cpu and on sim(0) fed from it without a wait, the two the same; mismatched shapes are
+// refused at the call, naming both.
+void relu_backward_check() {
+  const nd::NDArray x = nd::from_vector(std::vector<float>{-1, 0, 2, 3}, {4});
+  const nd::NDArray dy = nd::from_vector(std::vector<float>{5, 6, 7, 8}, {4});
+  const nd::NDArray on_cpu = nd::relu_backward(dy, x);
+  const nd::NDArray on_sim = nd::relu_backward(dy.copyto(tandem::sim(0)), x.copyto(tandem::sim(0)));
+  const std::vector<float> expected{0, 0, 7, 8};
+  require(on_cpu.to_vector<float>() == expected,
+          "relu_backward on the cpu differs from dy * (x > 0)");
+  require(on_sim.to_vector<float>() == expected, "relu_backward on sim(0) differs from the cpu");
+  const std::string message =
+      error_of([&] { (void)nd::relu_backward(dy, nd::zeros({3}, nd::float32, tandem::cpu())); });
+  require(message.find("shapes 4 and 3") != std::string::npos &&
+              message.find("broadcast") != std::string::npos,
+          "relu_backward of mismatched shapes did not name them: " + message);
+  std::printf("relu_backward on cpu and sim, its shape check: OK\n");
+}
+
 int main() {
   try {
     const double cpu_loss = train(tandem::cpu());
@@ -418,6 +438,7 @@ int main() {
     hybridized_gradients_after_set_grad_req();
     whole_step_and_new_array_ops();
     fused_updates_batch_norm_take();
+    relu_backward_check();
     std::printf("frontend consumer: OK\n");
     return 0;
   } catch (const std::exception& error) {
