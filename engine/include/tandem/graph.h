@@ -36,6 +36,18 @@
 // place. EngineConfig::device_graphs (TANDEM_DEVICE_GRAPHS=0) turns them off.
 // docs/design.md ("Captured graphs") has the details.
 //
+// A window that fails as one unit (CaptureOptions::fail_as_one_unit, opt-in): its device graphs
+// may join ANY consecutive accelerator ops of one device and queue (neither async_completion
+// nor no_skip), not only chains, so that a training step's forward, backward and updates become
+// one or a few device graphs. The price is in the error rule: a failure, or a poisoned input,
+// anywhere in such a run poisons EVERY var the run writes that is visible outside it (the run
+// is all or nothing), where separate pushes would poison only the vars downstream of the
+// failure. Host ops, and a change of device or queue, still end a run, and the window's other
+// steps keep the rule above. On cuda the run is captured on one stream: ops of the run that
+// were independent then run one after the other inside the graph.
+//
+//   CapturedGraph step = capture(engine, {.fail_as_one_unit = true}, [&] { push_the_step(); });
+//
 // Vars: the graph refers to the vars its ops touch; deleting one while the graph is alive makes
 // replay throw tandem::Error naming it. A var created inside the window (new_var) and deleted
 // there too (delete_var) is a temporary the graph owns: it stays alive, reused by every replay,
@@ -54,10 +66,18 @@
 
 namespace tandem {
 
+// How a capture resolves its window (see "A window that fails as one unit" above).
+struct CaptureOptions {
+  // Device graph runs may be any consecutive accelerator ops of one device and queue; a failure
+  // in a run poisons every visible var it writes. Off: runs are chains with the errors of
+  // separate pushes.
+  bool fail_as_one_unit = false;
+};
+
 namespace detail {
 struct GraphPlan;
 class GraphRecorder;
-GraphRecorder* begin_capture(Engine& engine);
+GraphRecorder* begin_capture(Engine& engine, const CaptureOptions& options = {});
 std::shared_ptr<GraphPlan> end_capture(GraphRecorder* recorder);
 void abandon_capture(GraphRecorder* recorder) noexcept;
 }  // namespace detail
@@ -96,8 +116,8 @@ class CapturedGraph {
 
 // Records the pushes `record()` makes on `engine` from this thread into a graph (see above).
 template <class Fn>
-CapturedGraph capture(Engine& engine, Fn&& record) {
-  detail::GraphRecorder* recorder = detail::begin_capture(engine);
+CapturedGraph capture(Engine& engine, const CaptureOptions& options, Fn&& record) {
+  detail::GraphRecorder* recorder = detail::begin_capture(engine, options);
   try {
     std::invoke(std::forward<Fn>(record));
   } catch (...) {
@@ -105,6 +125,10 @@ CapturedGraph capture(Engine& engine, Fn&& record) {
     throw;
   }
   return CapturedGraph(detail::end_capture(recorder));
+}
+template <class Fn>
+CapturedGraph capture(Engine& engine, Fn&& record) {
+  return capture(engine, CaptureOptions{}, std::forward<Fn>(record));
 }
 
 }  // namespace tandem

@@ -94,7 +94,8 @@ void resolve_dag(const std::vector<OpRecord*>& nodes, InlineSegment& segment) {
 std::shared_ptr<GraphPlan> resolve_window(EngineCore& core, Engine& engine,
                                           std::vector<OpRecord*> ops,
                                           const std::unordered_set<VarState*>& created,
-                                          std::vector<std::pair<Var, OpRecord*>> deleted) {
+                                          std::vector<std::pair<Var, OpRecord*>> deleted,
+                                          bool fail_as_one_unit) {
   auto plan = std::make_shared<GraphPlan>();
   // From here the plan owns every record (its destructor frees them if this throws).
   plan->engine = &engine;
@@ -104,8 +105,9 @@ std::shared_ptr<GraphPlan> resolve_window(EngineCore& core, Engine& engine,
 
   std::unordered_set<VarState*> owned;
   for (const auto& [var, deleter] : plan->owned_vars) owned.insert(var.state());
-  std::unordered_map<VarState*, std::uint32_t> ops_using;  // for the device graph rule
-  if (core.config().device_graphs) {
+  const RunRule rule = fail_as_one_unit ? RunRule::whole_run : RunRule::chain;
+  std::unordered_map<VarState*, std::uint32_t> ops_using;  // for the chain rule
+  if (core.config().device_graphs && rule == RunRule::chain) {
     for (const OpRecord* op : plan->nodes) {
       for (std::uint32_t s = 0; s < op->num_slots; ++s) ++ops_using[op->slots[s].var];
     }
@@ -118,8 +120,9 @@ std::shared_ptr<GraphPlan> resolve_window(EngineCore& core, Engine& engine,
       PushedNode pushed;
       pushed.node = i;
       const std::uint32_t run_length =
-          core.config().device_graphs ? device_graph_run_length(plan->nodes, i, owned, ops_using)
-                                      : 0;
+          core.config().device_graphs
+              ? device_graph_run_length(plan->nodes, i, rule, owned, ops_using)
+              : 0;
       if (run_length >= 2) {
         pushed.device_graph = std::make_unique<DeviceGraphRun>();
         pushed.device_graph->first_node = i;

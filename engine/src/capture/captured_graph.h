@@ -11,8 +11,8 @@
 // - a pushed op: an accelerator or async op, pushed again as it was recorded (a thin op that
 //   calls the recorded closure), so device streams, fences and Completions work as for any push;
 // - a device graph run (device_graph_run.h): consecutive accelerator ops of one device that
-//   the rule there admits, pushed as ONE op that launches their device graph (unless
-//   EngineConfig::device_graphs is off).
+//   the rule there admits (a chain, or any run when the window fails as one unit), pushed as
+//   ONE op that launches their device graph (unless EngineConfig::device_graphs is off).
 //
 // Invariants:
 // - Steps are entered in capture order, each ordered by the engine against everything pushed
@@ -111,9 +111,12 @@ EngineCore& core_of(Engine& engine);
 
 // Resolves a recorded window (prepared records in capture order; the vars new_var made inside
 // it; the temporaries it deleted, with their deleters) into a plan. Takes every record.
+// `fail_as_one_unit`: CaptureOptions::fail_as_one_unit (the device graph rule's
+// RunRule::whole_run).
 std::shared_ptr<GraphPlan> resolve_window(EngineCore& core, Engine& engine,
                                           std::vector<OpRecord*> ops,
                                           const std::unordered_set<VarState*>& created,
-                                          std::vector<std::pair<Var, OpRecord*>> deleted);
+                                          std::vector<std::pair<Var, OpRecord*>> deleted,
+                                          bool fail_as_one_unit = false);
 
 }  // namespace tandem::detail

@@ -77,18 +77,20 @@ void run_launch_functions(const DeviceGraphRun& run, OpRecord* const* nodes, Str
 }  // namespace
 
 std::uint32_t device_graph_run_length(const std::vector<OpRecord*>& nodes, std::uint32_t first,
-                                      const std::unordered_set<VarState*>& owned,
+                                      RunRule rule, const std::unordered_set<VarState*>& owned,
                                       const std::unordered_map<VarState*, std::uint32_t>& uses) {
   const OpRecord* head = nodes[first];
   if (!may_join(head)) return 0;
   auto size = static_cast<std::uint32_t>(1);
   while (first + size < nodes.size()) {
     const OpRecord* next = nodes[first + size];
-    if (!may_join(next) || next->device != head->device || next->props.queue != head->props.queue ||
-        !reads_output_of(next, nodes[first + size - 1]))
+    if (!may_join(next) || next->device != head->device || next->props.queue != head->props.queue)
       break;
+    if (rule == RunRule::chain && !reads_output_of(next, nodes[first + size - 1])) break;
     ++size;
   }
+  // The unit of a whole run writes every var its ops write: a failure poisons them all.
+  if (rule == RunRule::whole_run) return size;
   while (size >= 2 && !last_op_writes_what_is_seen(nodes, first, size, owned, uses)) --size;
   return size;
 }

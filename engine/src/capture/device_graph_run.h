@@ -17,6 +17,17 @@
 // The last two make the one unit exactly as good as separate pushes for errors: a failure (or
 // a poisoned input) at any op of the run skips every later op of the run and poisons every
 // visible var the run writes, with the same error that separate pushes would leave there.
+//
+// A window that fails as one unit (CaptureOptions::fail_as_one_unit; RunRule::whole_run) drops
+// the last two conditions: a run is then the longest sequence of consecutive accelerator ops of
+// one device and queue, none async_completion nor no_skip, whatever their dependencies (the
+// forward, backward and updates of a training step). Its unit is what makes that safe: it reads
+// every var the run reads before writing it and writes every var the run writes, so a failure
+// or a poisoned input anywhere in the run poisons every visible var the run writes (all or
+// nothing), not only those downstream of the failure as separate pushes would. The run's ops
+// run in capture order on one stream (on cuda, one stream's capture): ops that were independent
+// are then serialised inside the graph.
+//
 // The run's unit holds what its ops hold: a var is read (reads_value) when an op of the run
 // reads it before any op of the run writes it, written when an op writes it; plus the graph's
 // own var, written, so that two replays of the graph launch one after the other.
@@ -52,11 +63,15 @@ struct DeviceGraphRun {
   bool direct = false;  // no graph: the launch functions run directly at each replay
 };
 
-// How many ops from nodes[first] on form a device graph run under the rule above (0 or 1: none).
+// Which runs a window's device graphs may be: chains only (the errors of separate pushes), or
+// any run of consecutive accelerator ops (a window that fails as one unit).
+enum class RunRule { chain, whole_run };
+
+// How many ops from nodes[first] on form a device graph run under `rule` (0 or 1: none).
 // `owned`: the temporaries the graph owns; `uses`: for each var, how many of the window's ops
-// touch it.
+// touch it (both read by the chain rule only).
 std::uint32_t device_graph_run_length(const std::vector<OpRecord*>& nodes, std::uint32_t first,
-                                      const std::unordered_set<VarState*>& owned,
+                                      RunRule rule, const std::unordered_set<VarState*>& owned,
                                       const std::unordered_map<VarState*, std::uint32_t>& uses);
 
 // The unit's launch function: capture (first time) and launch, or run directly.

@@ -82,10 +82,11 @@ std::shared_ptr<GraphPlan> GraphRecorder::finish(EngineCore& core) {
   ops_.clear();
   std::vector<std::pair<Var, OpRecord*>> deleted = std::move(deleted_);
   deleted_.clear();
-  return resolve_window(core, *engine_, std::move(ops), created_, std::move(deleted));
+  return resolve_window(core, *engine_, std::move(ops), created_, std::move(deleted),
+                        options_.fail_as_one_unit);
 }
 
-GraphRecorder* begin_capture(Engine& engine) {
+GraphRecorder* begin_capture(Engine& engine, const CaptureOptions& options) {
   if (tls_graph_recorder != nullptr) {
     throw Error(
         "tandem: capture inside a capture: captures do not nest; capture the inner window as "
@@ -93,7 +94,7 @@ GraphRecorder* begin_capture(Engine& engine) {
         "one");
   }
   flush_auto_capture(&engine);  // this thread's buffered pushes go before the window
-  auto* recorder = new GraphRecorder(engine);
+  auto* recorder = new GraphRecorder(engine, options);
   tls_graph_recorder = recorder;
   ++tls_push_hooks;
   return recorder;

@@ -12,6 +12,7 @@
 
 #include "base/fast_tls.h"
 #include "captured_graph.h"
+#include "tandem/graph.h"
 
 namespace tandem::detail {
 
@@ -19,7 +20,8 @@ class EngineCore;
 
 class GraphRecorder {
  public:
-  explicit GraphRecorder(Engine& engine) : engine_(&engine) {}
+  GraphRecorder(Engine& engine, const CaptureOptions& options)
+      : engine_(&engine), options_(options) {}
   // Discards whatever was recorded and not handed to a plan.
   ~GraphRecorder();
   GraphRecorder(const GraphRecorder&) = delete;
@@ -39,6 +41,7 @@ class GraphRecorder {
 
  private:
   Engine* engine_;
+  CaptureOptions options_;
   std::vector<OpRecord*> ops_;
   std::unordered_set<VarState*> created_;
   std::vector<std::pair<Var, OpRecord*>> deleted_;

@@ -94,6 +94,7 @@ struct HybridCache::Entry {
 };
 
 HybridCache::HybridCache() = default;
+HybridCache::HybridCache(CaptureOptions options) : options_(options) {}
 HybridCache::~HybridCache() = default;
 HybridCache::HybridCache(HybridCache&&) noexcept = default;
 HybridCache& HybridCache::operator=(HybridCache&&) noexcept = default;
@@ -187,7 +188,7 @@ HybridCache::Entry* HybridCache::record(const ArrayFunction& fn,
     detail::CaptureWindow window;
     std::optional<autograd::detail::RecordedNodeCollector> collector;
     if (recording) collector.emplace();
-    entry->graph = capture(engine, [&] { entry->outputs = fn(entry->inputs); });
+    entry->graph = capture(engine, options_, [&] { entry->outputs = fn(entry->inputs); });
     if (collector) recorded_nodes = std::move(collector->nodes);
   }
   for (std::size_t i = 0; i < entry->outputs.size(); ++i) {

@@ -13,7 +13,10 @@
 namespace tandem::nn {
 
 TrainingStep::TrainingStep(Block& net, Trainer& trainer, LossFunction loss)
-    : net_(net), trainer_(trainer), loss_(std::move(loss)) {
+    : net_(net),
+      trainer_(trainer),
+      loss_(std::move(loss)),
+      cache_(CaptureOptions{.fail_as_one_unit = true}) {
   if (!loss_) throw Error("tandem: TrainingStep: the loss function is empty");
   if (trainer_.exchange() != nullptr) {
     throw Error(

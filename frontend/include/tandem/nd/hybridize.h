@@ -66,7 +66,12 @@
 // - Random ops draw new numbers at every replay (their closure runs again).
 // - Errors of replayed ops poison the same arrays and are rethrown at the same sync points as
 //   the eager calls would (tandem/graph.h); a mistake the call can see (a null input, arrays of
-//   two engines) throws tandem::Error at the call.
+//   two engines) throws tandem::Error at the call. A HybridCache made with
+//   CaptureOptions::fail_as_one_unit (as nn::TrainingStep's is) records windows that fail as one
+//   unit instead: fewer device graphs, and a failure poisons every array its graph writes.
+//   hybridize() and Block::hybridize() keep the eager error rule: their outputs are values a
+//   caller reads one by one (a forward's outputs, its saved intermediates for backward), and
+//   one output's failure must not poison another computed apart from it.
 // - One caller at a time: concurrent calls on one object race on its static arrays. Destroy
 //   the object (or clear()) before the engine its arrays use.
 #pragma once
@@ -76,6 +81,7 @@
 #include <memory>
 #include <vector>
 
+#include "tandem/graph.h"
 #include "tandem/nd/ndarray.h"
 
 namespace tandem::nd {
@@ -87,6 +93,8 @@ using ArrayFunction = std::function<std::vector<NDArray>(const std::vector<NDArr
 class HybridCache {
  public:
   HybridCache();
+  // Records its windows with `options` (tandem/graph.h: CaptureOptions::fail_as_one_unit).
+  explicit HybridCache(CaptureOptions options);
   ~HybridCache();
   HybridCache(const HybridCache&) = delete;
   HybridCache& operator=(const HybridCache&) = delete;
@@ -112,6 +120,7 @@ class HybridCache {
   struct Entry;
   Entry* record(const ArrayFunction& fn, const std::vector<NDArray>& inputs);
 
+  CaptureOptions options_;
   std::vector<std::unique_ptr<Entry>> entries_;
   Entry* last_entry_ = nullptr;
   bool last_call_replayed_ = false;
