@@ -663,6 +663,7 @@ def render_graph(records, meta):
                          fmt_cell(sample.get("steps")), fmt_s(eager_s), fmt_s(hybrid_s),
                          fmt_ratio(eager_s / hybrid_s) if eager_s and hybrid_s else "—"]])
     lines += render_device_graphs(records)
+    lines += render_train_step_sim(records)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -686,6 +687,27 @@ def render_device_graphs(records):
                      fmt_cell(r.get("modelled_us")),
                      fmt_cell(r["seconds"] * 1e6) if r.get("seconds") else "—"])
     lines += table(["system", "ops", "latency (us)", "modelled (us)", "wall (us)"], rows)
+    return lines
+
+
+def render_train_step_sim(records):
+    index = by_key([r for r in records if r.get("workload") == "train_step_sim"])
+    found = {name: index.get(("train_step_sim", name)) for name in ["eager", "training_step"]}
+    if not any(found.values()):
+        return []
+    sample = next(r for r in found.values() if r)
+    lines = ["", "**train_step_sim**: one SGD step of " + sample.get("model", "lenet_bn") +
+             " on sim(0), eager and as a replayed `nn::TrainingStep` (its window fails as one "
+             "unit: one device graph), per step: the sim's modelled device time and launches "
+             "(the proxy for a GPU; the wall time is mostly the CPU bodies of the sim's "
+             "kernels), medians of the rounds.", ""]
+    rows = []
+    for name in ["eager", "training_step"]:
+        r = found[name] or {}
+        rows.append([name, fmt_cell(sample.get("latency_us")), fmt_cell(r.get("modelled_us")),
+                     fmt_cell(r.get("launches")),
+                     fmt_cell(r["seconds"] * 1e6) if r.get("seconds") else "—"])
+    lines += table(["system", "latency (us)", "modelled (us)", "launches", "wall (us)"], rows)
     return lines
 
 

@@ -9,6 +9,8 @@
 //    "model", "device"}
 //   {"workload": "replay_sim_tiny_ops", "system": "push" | "replay" | "replay_device_graph",
 //    "modelled_us", "seconds", "ops", "latency_us", "device"}
+//   {"workload": "train_step_sim", "system": "eager" | "training_step", "modelled_us",
+//    "launches", "seconds", "steps", "latency_us", "model", "device"}
 // and the targets. The engine-level measures of captured graphs (replay_ns_per_op,
 // metg_stencil_1d's tandem_replay) are in bench_engine. Usually run through
 // bench/run.sh graph [--quick].
@@ -16,6 +18,7 @@
 #include "hybridize_mlp_train.h"
 #include "replay_sim_tiny_ops.h"
 #include "suite_main.h"
+#include "train_step_sim.h"
 
 int main(int argc, char** argv) {
   tandem::bench::SuiteCommandLine line;
@@ -27,5 +30,6 @@ int main(int argc, char** argv) {
     tandem::bench::run_hybridize_mlp(line.quick, records);
     tandem::bench::run_hybridize_mlp_train(line.quick, records);
     tandem::bench::run_replay_sim_tiny_ops(line.quick, records);
+    tandem::bench::run_train_step_sim(line.quick, records);
   });
 }
