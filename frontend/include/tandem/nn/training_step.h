@@ -36,6 +36,10 @@
 //   step; a schedule that changes the rate every step records every step (set it per epoch).
 // - The returned loss is the entry's static output: the next call overwrites it (ops pushed on
 //   it before keep their values). Keep a value with loss.copy().
+// A replay is all or nothing: the step is recorded with tandem::CaptureOptions::fail_as_one_unit
+// (tandem/graph.h), so its device ops join as few device graphs as its host ops allow (one for a
+// step without host ops) and a failure anywhere in one poisons every array it writes: the
+// parameters, their gradients, the optimizer's state and the loss.
 // Refused at construction (tandem::Error naming why): a Trainer that exchanges gradients during
 // backward or across processes, and parameters with copies on several devices (train those
 // eagerly, or hybridize the network only). A call under autograd::record() throws.
