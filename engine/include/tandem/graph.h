@@ -20,9 +20,9 @@
 // recorded ops one by one at the time of the replay call, with the same closures. Errors poison
 // the same vars, skip the same ops and are thrown by the same sync points, in the same order,
 // as those pushes would (except in a window that fails as one unit, below). Replays and eager
-// pushes on shared vars keep push order, and two
-// replays of one graph are ordered where they touch the same vars (a graph's synchronous CPU
-// parts never overlap with another replay of the same graph).
+// pushes on shared vars keep push order, and two replays of one graph are ordered where they
+// touch the same vars (a graph's synchronous CPU parts never overlap with another replay of the
+// same graph).
 //
 // Cost: a run of synchronous CPU ops is entered as one op that holds the run's vars; its ops
 // then run from dependencies resolved at capture (a counter per op, reset each replay), so a
