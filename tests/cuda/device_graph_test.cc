@@ -1,6 +1,7 @@
 // Device graphs on gpu(i) (skipped, visibly, without a device): a stream capture becomes a CUDA
-// Graph launched many times, and a captured window's chain of gpu ops, cuBLAS call included,
-// replays as one graph with the results of eager pushes.
+// Graph launched many times, a captured window's chain of gpu ops, cuBLAS call included,
+// replays as one graph with the results of eager pushes, and independent gpu ops join one graph
+// in a window that fails as one unit (tandem::CaptureOptions).
 #include <cublas_v2.h>
 #include <doctest/doctest.h>
 
@@ -113,5 +114,45 @@ TEST_SUITE("cuda.device_graph") {
     CHECK(graphs == 1);
     CHECK(run_chain(true, false, &graphs) == eager);
     CHECK(graphs == 0);
+  }
+
+  TEST_CASE("independent gpu ops replay as one CUDA graph in a window that fails as one unit") {
+    if (!have_cuda("device graphs of windows that fail as one unit")) return;
+    auto engine = tandem::Engine::create(tandem::EngineConfig{});
+    DeviceBuffer<int> a(kCount), b(kCount), c(kCount);
+    tandem::Var va = engine->new_var(), vb = engine->new_var(), vc = engine->new_var();
+    int* pa = a.data();
+    int* pb = b.data();
+    int* pc = c.data();
+    auto fill = [&](int* data, int byte, tandem::Var var, const char* name) {
+      engine->push(
+          [data, byte](tandem::RunContext& ctx) {
+            tandem::test::cuda_ok(cudaMemsetAsync(data, byte, kCount * sizeof(int),
+                                                  tandem::cuda_stream(*ctx.stream())),
+                                  "cudaMemsetAsync");
+          },
+          tandem::cuda(0), {}, {var}, {.name = name});
+    };
+    // fill a, fill c, copy a -> b: no chain (c's fill reads nothing a's fill wrote).
+    auto push_window = [&] {
+      fill(pa, 1, va, "fill a");
+      fill(pc, 2, vc, "fill c");
+      engine->push([pa, pb](tandem::RunContext& ctx) { ctx.stream()->copy(pb, pa, kCount * 4); },
+                   tandem::cuda(0), {va}, {vb}, {.name = "copy"});
+    };
+    {
+      tandem::CapturedGraph chains = tandem::capture(*engine, push_window);
+      tandem::CapturedGraph one_unit =
+          tandem::capture(*engine, {.fail_as_one_unit = true}, push_window);
+      CHECK(chains.num_device_graphs() == 0);
+      CHECK(one_unit.num_device_graphs() == 1);
+      CHECK(one_unit.num_device_graph_ops() == 3);
+      for (int i = 0; i < 3; ++i) one_unit.replay();
+      engine->wait_all();
+      CHECK(b.read() == std::vector<int>(kCount, 0x01010101));
+      CHECK(c.read() == std::vector<int>(kCount, 0x02020202));
+    }
+    for (tandem::Var var : {va, vb, vc}) engine->delete_var(var);
+    engine->wait_all();
   }
 }
