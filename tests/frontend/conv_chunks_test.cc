@@ -16,19 +16,17 @@ struct ChunkCase {
   const char* what;
   Shape x, w;  // x's batch is set per run
   nd::Conv2dOptions options;
-  bool boundaries;  // run the batches around a chunk's size (else 1, 2 and 37: one chunk)
 };
 
 std::vector<ChunkCase> chunk_cases() {
   return {
-      {"large planes (P = 2304)", {1, 8, 48, 48}, {4, 8, 3, 3}, {.padding = 1}, true},
-      {"small planes (P = 4), several tiles", {1, 32, 4, 4}, {256, 32, 3, 3}, {}, false},
+      {"large planes (P = 2304)", {1, 8, 48, 48}, {4, 8, 3, 3}, {.padding = 1}},
+      {"small planes (P = 4), several tiles", {1, 32, 2, 2}, {256, 32, 3, 3}, {.padding = 1}},
       {"groups, stride, dilation",
        {1, 6, 30, 30},
        {9, 2, 3, 3},
-       {.stride = 2, .padding = 2, .dilation = 2, .groups = 3},
-       true},
-      {"1x1, x its own im2col", {1, 16, 32, 32}, {8, 16, 1, 1}, {}, true},
+       {.stride = 2, .padding = 2, .dilation = 2, .groups = 3}},
+      {"1x1, x its own im2col", {1, 16, 32, 32}, {8, 16, 1, 1}, {}},
   };
 }
 
@@ -56,19 +54,32 @@ std::size_t element_size(DType dtype) {
   return dtype == nd::float32 ? 4 : 8;
 }
 
-// The most samples whose scratch fits one chunk.
-std::int64_t most_per_chunk(const ChunkCase& c, DType dtype) {
-  const std::int64_t per_sample =
-      ops::cpu::conv_chunk_elements_per_sample(geometry(c.x, c.w, c.options)) *
-      static_cast<std::int64_t>(element_size(dtype));
-  return std::max<std::int64_t>(1, ops::cpu::kConvChunkBytes / per_sample);
+using ops::cpu::ConvDirection;
+constexpr ConvDirection kDirections[] = {ConvDirection::forward, ConvDirection::backward_data,
+                                         ConvDirection::backward_weight};
+
+// Larger batches make the direct loops slow; the cases are sized so that the boundaries that
+// matter stay below.
+constexpr std::int64_t kMaxBatch = 150;
+
+// The most samples one chunk of `direction` takes, at a batch larger than that.
+std::int64_t most_per_chunk(const ChunkCase& c, DType dtype, ConvDirection direction) {
+  ops::Conv2dGeometry g = geometry(c.x, c.w, c.options);
+  g.batch = std::int64_t{1} << 30;
+  return ops::cpu::conv_most_samples(g, element_size(dtype), direction);
 }
 
+// 1, and one less, as many, one more, and twice as many and one as a chunk of each direction
+// takes, up to kMaxBatch.
 std::vector<std::int64_t> batches(const ChunkCase& c, DType dtype) {
-  if (!c.boundaries) return {1, 2, 37};
-  const std::int64_t most = most_per_chunk(c, dtype);
-  std::vector<std::int64_t> b{1, most - 1, most, most + 1, 2 * most + 1};
-  b.erase(std::remove(b.begin(), b.end(), 0), b.end());
+  std::vector<std::int64_t> b{1};
+  for (const ConvDirection d : kDirections) {
+    const std::int64_t most = most_per_chunk(c, dtype, d);
+    for (const std::int64_t n : {most - 1, most, most + 1, 2 * most + 1}) {
+      if (n >= 1 && n <= kMaxBatch) b.push_back(n);
+    }
+  }
+  std::sort(b.begin(), b.end());
   b.erase(std::unique(b.begin(), b.end()), b.end());
   return b;
 }
@@ -100,20 +111,32 @@ std::vector<std::vector<float>> run_directions(const ChunkCase& c, std::int64_t 
 }  // namespace
 
 TEST_SUITE("frontend.conv_chunks") {
-  TEST_CASE("the test shapes cross chunk boundaries and split the gemms into several tiles") {
+  TEST_CASE(
+      "the test shapes cross chunk boundaries, in both chunk modes, and split gemms in tiles") {
+    // Every direction of every case has a batch of several chunks.
     for (const ChunkCase& c : chunk_cases()) {
-      if (!c.boundaries) continue;
       INFO(c.what);
       for (DType dtype : {nd::float32, nd::float64}) {
-        const std::int64_t most = most_per_chunk(c, dtype);
-        const ops::Conv2dGeometry g = geometry(with_batch(c.x, most + 1), c.w, c.options);
-        CHECK(ops::cpu::conv_chunk_samples(g, element_size(dtype)) < most + 1);
+        for (const ConvDirection d : kDirections) {
+          const std::int64_t most = most_per_chunk(c, dtype, d);
+          const ops::Conv2dGeometry g = geometry(with_batch(c.x, most + 1), c.w, c.options);
+          if (most + 1 <= kMaxBatch)
+            CHECK(ops::cpu::conv_chunk_samples(g, element_size(dtype), d) < most + 1);
+        }
       }
     }
-    // The small-plane case at batch 37: forward (Kg x 37 P), data (R x 37 P), weight (Kg x R).
-    CHECK(ops::cpu::gemm_tile_grid(256, 37 * 4).tiles() > 1);
-    CHECK(ops::cpu::gemm_tile_grid(32 * 9, 37 * 4).tiles() > 1);
-    CHECK(ops::cpu::gemm_tile_grid(256, 32 * 9).tiles() > 1);
+    // Chunks side by side: the large planes' forward at batch 11 (one sample a chunk); in order,
+    // each split into tiles: the small planes' forward at batch 129 (3 chunks of 43 x 4 columns).
+    const ChunkCase large = chunk_cases()[0], small = chunk_cases()[1];
+    const std::size_t f32 = element_size(nd::float32);
+    CHECK(ops::cpu::conv_chunks_in_parallel(
+        geometry(with_batch(large.x, 11), large.w, large.options), f32, ConvDirection::forward));
+    const ops::Conv2dGeometry g = geometry(with_batch(small.x, 129), small.w, small.options);
+    CHECK_FALSE(ops::cpu::conv_chunks_in_parallel(g, f32, ConvDirection::forward));
+    const std::int64_t columns = ops::cpu::conv_chunk_samples(g, f32, ConvDirection::forward) * 4;
+    CHECK(ops::cpu::gemm_tile_grid(256, columns).tiles() > 1);     // forward: Kg x columns
+    CHECK(ops::cpu::gemm_tile_grid(32 * 9, columns).tiles() > 1);  // data: R x columns
+    CHECK(ops::cpu::gemm_tile_grid(256, 32 * 9).tiles() > 1);      // weight: Kg x R
   }
 
   TEST_CASE("conv2d and both gradients match the direct loops at batches around a chunk") {
@@ -148,7 +171,7 @@ TEST_SUITE("frontend.conv_chunks") {
     auto three = Engine::create(EngineConfig{.kind = EngineKind::threaded, .cpu_workers = 3});
     std::uint64_t seed = 250;
     for (const ChunkCase& c : chunk_cases()) {
-      const std::int64_t batch = c.boundaries ? 2 * most_per_chunk(c, nd::float32) + 1 : 37;
+      const std::int64_t batch = batches(c, nd::float32).back();
       CAPTURE(c.what);
       CAPTURE(batch);
       std::vector<std::vector<float>> on_one, on_three;

@@ -1,22 +1,29 @@
 // CPU convolution: im2col / col2im around a few fat single-threaded BLAS calls.
 //
-// The batch goes in chunks of nc samples (conv_plan.h: scratch <= 4 MiB). For a chunk, with
-// R = col_rows() (one group's rows), P = out_h * out_w and Kg = out_channels_per_group(), the
-// samples sit side by side in the columns: column n * P + p of
+// The batch goes in chunks of nc samples (conv_plan.h). For a chunk, with R = col_rows() (one
+// group's rows), P = out_h * out_w and Kg = out_channels_per_group(), the samples sit side by
+// side in the columns: column n * P + p of
 //   col (in_channels * taps x nc * P)   is sample n's im2col column p (group g: rows g * R...)
 //   dyc (out_channels x nc * P)         is dy[n, :, p], regrouped channel-major
 // and per group g:
 //   forward          yc (Kg x ncP)      = W[g] (Kg x R) . col[g] (R x ncP);  y[n] = yc's columns
 //   backward data    dcol (R x ncP)     = W[g]^T . dyc[g];                   dx[n] = col2im
 //   backward weight  dW[g] (Kg x R)    (+)= dyc[g] . col[g]^T    (beta = 1 after the first chunk)
-// Each chunk runs three parallel steps in the engine's arena: gather (one task per sample),
-// the gemms (one task per output tile, conv_plan.h's grid: the whole inner dimension in each
-// tile, so no partial sums), scatter (one task per sample). The thin dimension of the old
-// per-sample calls (P: 16 columns at ResNet-18's last stage) becomes nc * P, and the weight
-// gradient is one rank-ncP update per chunk instead of one rank-P update per sample.
+// A chunk is a gather (im2col, dy regrouped), the gemm, and a scatter (or col2im). The thin
+// dimension of one sample's gemm (P: 16 columns at ResNet-18's last stage) becomes nc * P, and
+// the weight gradient is one rank-ncP update per chunk instead of one rank-P update per sample.
 //
-// Chunks and tiles depend on the geometry only, so results are the same bits on any number of
-// threads.
+// Forward and the data gradient take the fewest samples per chunk that make the gemm about 256
+// columns wide (one sample when P >= 256, so nothing is gathered or scattered for the output);
+// with 8 chunks or more, the chunks run side by side, one task each, each in cache. With fewer
+// (the late stages at small batches), and always for the weight gradient (its chunks, as large
+// as 4 MiB of scratch allows, add up into dW in order), the chunks run in order, each step a
+// parallel step: one task per sample for the gather and scatter, one per output tile of the gemm
+// (conv_plan.h's grid; the weight gradient's tiles are tiles of dW over the chunk's whole inner
+// dimension, so there are no partial sums of dW).
+//
+// Chunks, modes and tiles depend on the geometry only, so results are the same bits on any
+// number of threads.
 #include "tandem/ops/cpu/convolution.h"
 
 #include <cblas.h>
@@ -162,19 +169,57 @@ void gather_sample(const T* sample, std::int64_t channels, std::int64_t P, T* ma
   for (std::int64_t k = 0; k < channels; ++k) std::copy_n(sample + k * P, P, matrix + k * ld);
 }
 
-// Sizes every direction shares.
+// Sizes every direction shares, and how its chunks run (conv_plan.h).
 struct ConvSizes {
   std::int64_t R, P, Kg, rows, x_sample, y_sample, chunk;
+  bool parallel_chunks;
 
-  ConvSizes(const Conv2dGeometry& g, std::size_t element)
+  ConvSizes(const Conv2dGeometry& g, std::size_t element, ConvDirection direction)
       : R(g.col_rows()),
         P(g.col_cols()),
         Kg(g.out_channels_per_group()),
         rows(g.in_channels * g.kernel_h * g.kernel_w),
         x_sample(g.in_channels * g.in_h * g.in_w),
         y_sample(g.out_channels * g.col_cols()),
-        chunk(conv_chunk_samples(g, element)) {}
+        chunk(conv_chunk_samples(g, element, direction)),
+        parallel_chunks(conv_chunks_in_parallel(g, element, direction)) {}
 };
+
+// Calls body(n0, nc, serial) for each chunk [n0, n0 + nc): side by side, one task each, when
+// `parallel` (serial = true: the body runs its steps in its own task), else in order (serial =
+// false: the body runs each of its steps as a parallel step).
+template <class Body>
+void for_each_chunk(std::int64_t batch, std::int64_t chunk, bool parallel, Body&& body) {
+  if (parallel) {
+    parallel_blocks(batch, chunk, [&](std::int64_t, std::int64_t n0, std::int64_t n1) {
+      body(n0, n1 - n0, true);
+    });
+    return;
+  }
+  for (std::int64_t n0 = 0; n0 < batch; n0 += chunk) body(n0, std::min(chunk, batch - n0), false);
+}
+
+// A chunk's per-sample step: fn(n) for n in [0, nc), here or as a parallel step.
+template <class Fn>
+void each_sample(bool serial, std::int64_t nc, Fn&& fn) {
+  if (serial) {
+    for (std::int64_t n = 0; n < nc; ++n) fn(n);
+    return;
+  }
+  parallel_blocks(nc, 1, [&](std::int64_t, std::int64_t n, std::int64_t) { fn(n); });
+}
+
+// A chunk's gemm step: tile(group, r0, r1, c0, c1) over each group's m x n output, whole here or
+// as conv_plan.h's tiles in a parallel step.
+template <class Tile>
+void each_tile(bool serial, std::int64_t groups, std::int64_t m, std::int64_t n, Tile&& tile) {
+  if (serial) {
+    for (std::int64_t grp = 0; grp < groups; ++grp)
+      tile(grp, std::int64_t{0}, m, std::int64_t{0}, n);
+    return;
+  }
+  parallel_tiles(groups, m, n, gemm_tile_grid(m, n), tile);
+}
 
 template <class T>
 void forward(const ArrayView& xv, const ArrayView& wv, const ArrayView& bv, const ArrayView& yv,
@@ -183,37 +228,40 @@ void forward(const ArrayView& xv, const ArrayView& wv, const ArrayView& bv, cons
   const T* w = wv.typed<const T>();
   const T* bias = bv.typed<const T>();
   T* y = yv.typed<T>();
-  const ConvSizes s(g, sizeof(T));
+  const ConvSizes s(g, sizeof(T), ConvDirection::forward);
   const bool direct = col_is_input(g);
-  const auto col_buffer = scratch<T>(direct && s.chunk == 1 ? 0 : s.rows * s.chunk * s.P);
-  const auto out_buffer = scratch<T>(s.chunk == 1 ? 0 : g.out_channels * s.chunk * s.P);
-  for (std::int64_t n0 = 0; n0 < g.batch; n0 += s.chunk) {
-    const std::int64_t nc = std::min(s.chunk, g.batch - n0), ld = nc * s.P;
-    // One sample: x is its own col when direct, and y its own output.
-    const T* col = nc == 1 && direct ? x + n0 * s.x_sample : col_buffer.get();
-    T* out = nc == 1 ? y + n0 * s.y_sample : out_buffer.get();
-    if (col == col_buffer.get()) {
-      parallel_blocks(nc, 1, [&](std::int64_t, std::int64_t n, std::int64_t) {
-        im2col(x + (n0 + n) * s.x_sample, g, col_buffer.get() + n * s.P, ld);
-      });
-    }
-    parallel_tiles(
-        g.groups, s.Kg, ld, gemm_tile_grid(s.Kg, ld),
-        [&](std::int64_t grp, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-          blas<T>(false, false, r1 - r0, c1 - c0, s.R, w + (grp * s.Kg + r0) * s.R, s.R,
-                  col + grp * s.R * ld + c0, ld, T(0), out + (grp * s.Kg + r0) * ld + c0, ld);
-        });
-    if (out == y + n0 * s.y_sample && bias == nullptr) continue;
-    parallel_blocks(nc, 1, [&](std::int64_t, std::int64_t n, std::int64_t) {
-      T* sample = y + (n0 + n) * s.y_sample;
-      for (std::int64_t k = 0; k < g.out_channels; ++k) {
-        const T* from = out + k * ld + n * s.P;
-        T* to = sample + k * s.P;
-        const T b = bias == nullptr ? T(0) : bias[k];
-        for (std::int64_t p = 0; p < s.P; ++p) to[p] = from[p] + b;
-      }
-    });
-  }
+  for_each_chunk(g.batch, s.chunk, s.parallel_chunks,
+                 [&](std::int64_t n0, std::int64_t nc, bool serial) {
+                   const std::int64_t ld = nc * s.P;
+                   // One sample: x is its own col when direct, and y its own output.
+                   const bool gather = nc > 1 || !direct;
+                   const auto col_buffer = scratch<T>(gather ? s.rows * ld : 0);
+                   const auto out_buffer = scratch<T>(nc > 1 ? g.out_channels * ld : 0);
+                   const T* col = gather ? col_buffer.get() : x + n0 * s.x_sample;
+                   T* out = nc > 1 ? out_buffer.get() : y + n0 * s.y_sample;
+                   if (gather) {
+                     each_sample(serial, nc, [&](std::int64_t n) {
+                       im2col(x + (n0 + n) * s.x_sample, g, col_buffer.get() + n * s.P, ld);
+                     });
+                   }
+                   each_tile(serial, g.groups, s.Kg, ld,
+                             [&](std::int64_t grp, std::int64_t r0, std::int64_t r1,
+                                 std::int64_t c0, std::int64_t c1) {
+                               blas<T>(false, false, r1 - r0, c1 - c0, s.R,
+                                       w + (grp * s.Kg + r0) * s.R, s.R, col + grp * s.R * ld + c0,
+                                       ld, T(0), out + (grp * s.Kg + r0) * ld + c0, ld);
+                             });
+                   if (nc == 1 && bias == nullptr) return;
+                   each_sample(serial, nc, [&](std::int64_t n) {
+                     T* sample = y + (n0 + n) * s.y_sample;
+                     for (std::int64_t k = 0; k < g.out_channels; ++k) {
+                       const T* from = out + k * ld + n * s.P;
+                       T* to = sample + k * s.P;
+                       const T b = bias == nullptr ? T(0) : bias[k];
+                       for (std::int64_t p = 0; p < s.P; ++p) to[p] = from[p] + b;
+                     }
+                   });
+                 });
 }
 
 template <class T>
@@ -222,43 +270,46 @@ void backward_data(const ArrayView& dyv, const ArrayView& wv, const ArrayView& d
   const T* dy = dyv.typed<const T>();
   const T* w = wv.typed<const T>();
   T* dx = dxv.typed<T>();
-  const ConvSizes s(g, sizeof(T));
+  const ConvSizes s(g, sizeof(T), ConvDirection::backward_data);
   if (s.P == 0 || s.Kg == 0) {  // no output: nothing reaches x
     std::fill(dx, dx + g.batch * s.x_sample, T(0));
     return;
   }
   const bool direct = col_is_input(g);
-  const auto dyc_buffer = scratch<T>(s.chunk == 1 ? 0 : g.out_channels * s.chunk * s.P);
-  const auto dcol_buffer = scratch<T>(direct && s.chunk == 1 ? 0 : s.rows * s.chunk * s.P);
-  for (std::int64_t n0 = 0; n0 < g.batch; n0 += s.chunk) {
-    const std::int64_t nc = std::min(s.chunk, g.batch - n0), ld = nc * s.P;
-    // One sample: dy is its own dyc, and when direct, dx its own dcol.
-    const T* dyc = nc == 1 ? dy + n0 * s.y_sample : dyc_buffer.get();
-    T* dcol = nc == 1 && direct ? dx + n0 * s.x_sample : dcol_buffer.get();
-    if (dyc == dyc_buffer.get()) {
-      parallel_blocks(nc, 1, [&](std::int64_t, std::int64_t n, std::int64_t) {
-        gather_sample(dy + (n0 + n) * s.y_sample, g.out_channels, s.P, dyc_buffer.get() + n * s.P,
-                      ld);
-      });
-    }
-    parallel_tiles(
-        g.groups, s.R, ld, gemm_tile_grid(s.R, ld),
-        [&](std::int64_t grp, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-          blas<T>(true, false, r1 - r0, c1 - c0, s.Kg, w + grp * s.Kg * s.R + r0, s.R,
-                  dyc + grp * s.Kg * ld + c0, ld, T(0), dcol + (grp * s.R + r0) * ld + c0, ld);
-        });
-    if (dcol != dcol_buffer.get()) continue;
-    parallel_blocks(nc, 1, [&](std::int64_t, std::int64_t n, std::int64_t) {
-      T* sample = dx + (n0 + n) * s.x_sample;
-      if (direct) {  // dcol's columns are the sample's channels
-        for (std::int64_t c = 0; c < g.in_channels; ++c)
-          std::copy_n(dcol + c * ld + n * s.P, s.P, sample + c * s.P);
-        return;
-      }
-      std::fill(sample, sample + s.x_sample, T(0));
-      col2im(dcol + n * s.P, ld, g, sample);
-    });
-  }
+  for_each_chunk(g.batch, s.chunk, s.parallel_chunks,
+                 [&](std::int64_t n0, std::int64_t nc, bool serial) {
+                   const std::int64_t ld = nc * s.P;
+                   // One sample: dy is its own dyc, and when direct, dx its own dcol.
+                   const bool scatter = nc > 1 || !direct;
+                   const auto dyc_buffer = scratch<T>(nc > 1 ? g.out_channels * ld : 0);
+                   const auto dcol_buffer = scratch<T>(scatter ? s.rows * ld : 0);
+                   const T* dyc = nc > 1 ? dyc_buffer.get() : dy + n0 * s.y_sample;
+                   T* dcol = scatter ? dcol_buffer.get() : dx + n0 * s.x_sample;
+                   if (nc > 1) {
+                     each_sample(serial, nc, [&](std::int64_t n) {
+                       gather_sample(dy + (n0 + n) * s.y_sample, g.out_channels, s.P,
+                                     dyc_buffer.get() + n * s.P, ld);
+                     });
+                   }
+                   each_tile(serial, g.groups, s.R, ld,
+                             [&](std::int64_t grp, std::int64_t r0, std::int64_t r1,
+                                 std::int64_t c0, std::int64_t c1) {
+                               blas<T>(true, false, r1 - r0, c1 - c0, s.Kg,
+                                       w + grp * s.Kg * s.R + r0, s.R, dyc + grp * s.Kg * ld + c0,
+                                       ld, T(0), dcol + (grp * s.R + r0) * ld + c0, ld);
+                             });
+                   if (!scatter) return;
+                   each_sample(serial, nc, [&](std::int64_t n) {
+                     T* sample = dx + (n0 + n) * s.x_sample;
+                     if (direct) {  // dcol's rows are the sample's channels
+                       for (std::int64_t c = 0; c < g.in_channels; ++c)
+                         std::copy_n(dcol + c * ld + n * s.P, s.P, sample + c * s.P);
+                       return;
+                     }
+                     std::fill(sample, sample + s.x_sample, T(0));
+                     col2im(dcol + n * s.P, ld, g, sample);
+                   });
+                 });
 }
 
 template <class T>
@@ -267,7 +318,7 @@ void backward_weight(const ArrayView& xv, const ArrayView& dyv, const ArrayView&
   const T* x = xv.typed<const T>();
   const T* dy = dyv.typed<const T>();
   T* dw = dwv.typed<T>();
-  const ConvSizes s(g, sizeof(T));
+  const ConvSizes s(g, sizeof(T), ConvDirection::backward_weight);
   if (g.batch == 0 || s.P == 0) {  // an empty sum
     std::fill(dw, dw + g.out_channels * s.R, T(0));
     return;
