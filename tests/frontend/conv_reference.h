@@ -1,4 +1,4 @@
-// Direct-loop references for convolution and pooling: one output element at a time, exactly as
+// Direct-loop references for convolution (forward and both gradients) and pooling, exactly as
 // the definitions in tandem/nd/convolution.h and tandem/nd/pooling.h read. Each value comes
 // with the sum of the magnitudes it added, for a rounding tolerance.
 #pragma once
@@ -48,6 +48,61 @@ inline Reference reference_conv2d(const Host& x, const Host& w, const Host* bias
       }
     }
   }
+  return r;
+}
+
+// Calls visit(x index, w index, y index) for every term x * w of y = conv2d(x, w): the one loop
+// nest that the forward and both backward references share.
+template <class Visit>
+void for_each_conv_term(const Shape& x, const Shape& w, const nd::Conv2dOptions& o, Visit&& visit) {
+  const std::int64_t N = x[0], C = x[1], H = x[2], W = x[3];
+  const std::int64_t O = w[0], Cg = w[1], KH = w[2], KW = w[3];
+  const Shape out = nd::conv2d_output_shape(x, w, o);
+  const std::int64_t OH = out[2], OW = out[3], Og = O / o.groups;
+  for (std::int64_t n = 0; n < N; ++n) {
+    for (std::int64_t k = 0; k < O; ++k) {
+      const std::int64_t c0 = (k / Og) * Cg;
+      for (std::int64_t oh = 0; oh < OH; ++oh) {
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          const std::int64_t yi = ((n * O + k) * OH + oh) * OW + ow;
+          for (std::int64_t c = 0; c < Cg; ++c) {
+            for (std::int64_t kh = 0; kh < KH; ++kh) {
+              for (std::int64_t kw = 0; kw < KW; ++kw) {
+                const std::int64_t ih = oh * o.stride.h - o.padding.h + kh * o.dilation.h;
+                const std::int64_t iw = ow * o.stride.w - o.padding.w + kw * o.dilation.w;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                visit(((n * C + c0 + c) * H + ih) * W + iw, ((k * Cg + c) * KH + kh) * KW + kw, yi);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// dL/dx and dL/dw of L = sum(conv2d(x, w) * dy), term by term.
+inline Reference reference_conv2d_backward_data(const Host& dy, const Host& w, const Shape& x,
+                                                const nd::Conv2dOptions& o) {
+  const auto size = static_cast<std::size_t>(x.num_elements());
+  Reference r{Host{x, std::vector<double>(size)}, std::vector<double>(size)};
+  for_each_conv_term(x, w.shape, o, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) {
+    const double term = w.at(wi) * dy.at(yi);
+    r.values.values[static_cast<std::size_t>(xi)] += term;
+    r.magnitude[static_cast<std::size_t>(xi)] += std::fabs(term);
+  });
+  return r;
+}
+
+inline Reference reference_conv2d_backward_weight(const Host& dy, const Host& x, const Shape& w,
+                                                  const nd::Conv2dOptions& o) {
+  const auto size = static_cast<std::size_t>(w.num_elements());
+  Reference r{Host{w, std::vector<double>(size)}, std::vector<double>(size)};
+  for_each_conv_term(x.shape, w, o, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) {
+    const double term = x.at(xi) * dy.at(yi);
+    r.values.values[static_cast<std::size_t>(wi)] += term;
+    r.magnitude[static_cast<std::size_t>(wi)] += std::fabs(term);
+  });
   return r;
 }
 

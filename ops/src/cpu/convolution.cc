@@ -1,19 +1,39 @@
-// CPU convolution: im2col / col2im around single-threaded BLAS calls, parallel over blocks of
-// samples.
+// CPU convolution: im2col / col2im around a few fat single-threaded BLAS calls.
 //
-// For sample n and group g, with R = col_rows() and P = out_h * out_w:
-//   forward          y[n, g] (Kg x P)  = W[g] (Kg x R) . col(x[n, g]) (R x P)
-//   backward data    dcol (R x P)      = W[g]^T . dy[n, g];   dx[n, g] = col2im(dcol)
-//   backward weight  dW[g] (Kg x R)   += dy[n, g] . col(x[n, g])^T
+// The batch goes in chunks of nc samples (conv_plan.h). For a chunk, with R = col_rows() (one
+// group's rows), P = out_h * out_w and Kg = out_channels_per_group(), the samples sit side by
+// side in the columns: column n * P + p of
+//   col (in_channels * taps x nc * P)   is sample n's im2col column p (group g: rows g * R...)
+//   dyc (out_channels x nc * P)         is dy[n, :, p], regrouped channel-major
+// and per group g:
+//   forward          yc (Kg x ncP)      = W[g] (Kg x R) . col[g] (R x ncP);  y[n] = yc's columns
+//   backward data    dcol (R x ncP)     = W[g]^T . dyc[g];                   dx[n] = col2im
+//   backward weight  dW[g] (Kg x R)    (+)= dyc[g] . col[g]^T    (beta = 1 after the first chunk)
+// A chunk is a gather (im2col, dy regrouped), the gemm, and a scatter (or col2im). The thin
+// dimension of one sample's gemm (P: 16 columns at ResNet-18's last stage) becomes nc * P, and
+// the weight gradient is one rank-ncP update per chunk instead of one rank-P update per sample.
+//
+// Forward and the data gradient take the fewest samples per chunk that make the gemm about 256
+// columns wide (one sample when P >= 256, so nothing is gathered or scattered for the output);
+// with 8 chunks or more, the chunks run side by side, one task each, each in cache. With fewer
+// (the late stages at small batches), and always for the weight gradient (its chunks, as large
+// as 4 MiB of scratch allows, add up into dW in order), the chunks run in order, each step a
+// parallel step: one task per sample for the gather and scatter, one per output tile of the gemm
+// (conv_plan.h's grid; the weight gradient's tiles are tiles of dW over the chunk's whole inner
+// dimension, so there are no partial sums of dW).
+//
+// Chunks, modes and tiles depend on the geometry only, so results are the same bits on any
+// number of threads.
 #include "tandem/ops/cpu/convolution.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <memory>
 #include <type_traits>
-#include <vector>
 
 #include "common/floating_checks.h"
+#include "conv_plan.h"
 #include "parallel.h"
 #include "tandem/ops/cpu/gemm.h"
 
@@ -21,16 +41,7 @@ namespace tandem::ops::cpu {
 
 namespace {
 
-// At most this many sample blocks: enough to fill a machine's cores, and a fixed number so
-// the weight gradient's partial sums (one per block) do not depend on the thread count.
-constexpr std::int64_t kMaxSampleBlocks = 16;
-
-std::int64_t samples_per_block(std::int64_t batch) {
-  const std::int64_t blocks = std::clamp<std::int64_t>(batch, 1, kMaxSampleBlocks);
-  return (batch + blocks - 1) / blocks;
-}
-
-// Row-major C (m x n) = alpha * op(A) . op(B) + beta * C, one BLAS thread.
+// Row-major C (m x n) = op(A) . op(B) + beta * C, one BLAS thread.
 template <class T>
 void blas(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
           std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
@@ -44,6 +55,29 @@ void blas(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, cons
     cblas_dgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), 1.0, a, i(lda), b, i(ldb), beta, c,
                 i(ldc));
   }
+}
+
+// Scratch without the zero fill of std::vector: every element is written before it is read.
+template <class T>
+std::unique_ptr<T[]> scratch(std::int64_t elements) {
+  return std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(elements));
+}
+
+// Calls body(group, r0, r1, c0, c1) for every tile of `grid` over an m x n output, for each
+// group, as one parallel step.
+template <class Body>
+void parallel_tiles(std::int64_t groups, std::int64_t m, std::int64_t n, const TileGrid& grid,
+                    Body&& body) {
+  parallel_blocks(groups * grid.tiles(), 1, [&](std::int64_t, std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t group = t / grid.tiles(), tile = t % grid.tiles();
+      const std::int64_t r0 = (tile / grid.col_blocks) * grid.tile_rows;
+      const std::int64_t c0 = (tile % grid.col_blocks) * grid.tile_cols;
+      const std::int64_t r1 = std::min(m, r0 + grid.tile_rows);
+      const std::int64_t c1 = std::min(n, c0 + grid.tile_cols);
+      if (r0 < r1 && c0 < c1) body(group, r0, r1, c0, c1);
+    }
+  });
 }
 
 // A 1x1 kernel with stride 1 and no padding reads x as its own im2col matrix.
@@ -68,16 +102,16 @@ ValidRange valid_columns(std::int64_t offset, std::int64_t stride, std::int64_t 
   return r;
 }
 
-// col (R x P) from the group's channels of one sample, `x` pointing at its first channel. Each
-// row is a run of zeros, a strided (often contiguous) copy of an input row, and zeros.
+// One sample's im2col (in_channels * taps rows of P columns) at `col`, rows `ld` apart, `x`
+// pointing at the sample. Each row is a run of zeros, a strided (often contiguous) copy of an
+// input row, and zeros.
 template <class T>
-void im2col(const T* x, const Conv2dGeometry& g, T* col) {
-  const std::int64_t P = g.col_cols();
-  for (std::int64_t c = 0; c < g.in_channels_per_group(); ++c) {
+void im2col(const T* x, const Conv2dGeometry& g, T* col, std::int64_t ld) {
+  for (std::int64_t c = 0; c < g.in_channels; ++c) {
     const T* plane = x + c * g.in_h * g.in_w;
     for (std::int64_t kh = 0; kh < g.kernel_h; ++kh) {
       for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
-        T* row = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * P;
+        T* row = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * ld;
         const std::int64_t w_offset = kw * g.dilation_w - g.pad_w;
         const ValidRange valid = valid_columns(w_offset, g.stride_w, g.in_w, g.out_w);
         for (std::int64_t oh = 0; oh < g.out_h; ++oh) {
@@ -103,15 +137,14 @@ void im2col(const T* x, const Conv2dGeometry& g, T* col) {
   }
 }
 
-// dx (the group's channels of one sample, zeroed by the caller) += col2im(col).
+// dx (one sample, zeroed by the caller) += col2im of its columns at `col`, rows `ld` apart.
 template <class T>
-void col2im(const T* col, const Conv2dGeometry& g, T* dx) {
-  const std::int64_t P = g.col_cols();
-  for (std::int64_t c = 0; c < g.in_channels_per_group(); ++c) {
+void col2im(const T* col, std::int64_t ld, const Conv2dGeometry& g, T* dx) {
+  for (std::int64_t c = 0; c < g.in_channels; ++c) {
     T* plane = dx + c * g.in_h * g.in_w;
     for (std::int64_t kh = 0; kh < g.kernel_h; ++kh) {
       for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
-        const T* row = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * P;
+        const T* row = col + ((c * g.kernel_h + kh) * g.kernel_w + kw) * ld;
         const std::int64_t w_offset = kw * g.dilation_w - g.pad_w;
         const ValidRange valid = valid_columns(w_offset, g.stride_w, g.in_w, g.out_w);
         for (std::int64_t oh = 0; oh < g.out_h; ++oh) {
@@ -128,6 +161,66 @@ void col2im(const T* col, const Conv2dGeometry& g, T* dx) {
   }
 }
 
+// Sample n's (channels x P) block of an NCHW array, as columns [n * P, (n + 1) * P) of a
+// (channels x ld) matrix; and back.
+template <class T>
+void gather_sample(const T* sample, std::int64_t channels, std::int64_t P, T* matrix,
+                   std::int64_t ld) {
+  for (std::int64_t k = 0; k < channels; ++k) std::copy_n(sample + k * P, P, matrix + k * ld);
+}
+
+// Sizes every direction shares, and how its chunks run (conv_plan.h).
+struct ConvSizes {
+  std::int64_t R, P, Kg, rows, x_sample, y_sample, chunk;
+  bool parallel_chunks;
+
+  ConvSizes(const Conv2dGeometry& g, std::size_t element, ConvDirection direction)
+      : R(g.col_rows()),
+        P(g.col_cols()),
+        Kg(g.out_channels_per_group()),
+        rows(g.in_channels * g.kernel_h * g.kernel_w),
+        x_sample(g.in_channels * g.in_h * g.in_w),
+        y_sample(g.out_channels * g.col_cols()),
+        chunk(conv_chunk_samples(g, element, direction)),
+        parallel_chunks(conv_chunks_in_parallel(g, element, direction)) {}
+};
+
+// Calls body(n0, nc, serial) for each chunk [n0, n0 + nc): side by side, one task each, when
+// `parallel` (serial = true: the body runs its steps in its own task), else in order (serial =
+// false: the body runs each of its steps as a parallel step).
+template <class Body>
+void for_each_chunk(std::int64_t batch, std::int64_t chunk, bool parallel, Body&& body) {
+  if (parallel) {
+    parallel_blocks(batch, chunk, [&](std::int64_t, std::int64_t n0, std::int64_t n1) {
+      body(n0, n1 - n0, true);
+    });
+    return;
+  }
+  for (std::int64_t n0 = 0; n0 < batch; n0 += chunk) body(n0, std::min(chunk, batch - n0), false);
+}
+
+// A chunk's per-sample step: fn(n) for n in [0, nc), here or as a parallel step.
+template <class Fn>
+void each_sample(bool serial, std::int64_t nc, Fn&& fn) {
+  if (serial) {
+    for (std::int64_t n = 0; n < nc; ++n) fn(n);
+    return;
+  }
+  parallel_blocks(nc, 1, [&](std::int64_t, std::int64_t n, std::int64_t) { fn(n); });
+}
+
+// A chunk's gemm step: tile(group, r0, r1, c0, c1) over each group's m x n output, whole here or
+// as conv_plan.h's tiles in a parallel step.
+template <class Tile>
+void each_tile(bool serial, std::int64_t groups, std::int64_t m, std::int64_t n, Tile&& tile) {
+  if (serial) {
+    for (std::int64_t grp = 0; grp < groups; ++grp)
+      tile(grp, std::int64_t{0}, m, std::int64_t{0}, n);
+    return;
+  }
+  parallel_tiles(groups, m, n, gemm_tile_grid(m, n), tile);
+}
+
 template <class T>
 void forward(const ArrayView& xv, const ArrayView& wv, const ArrayView& bv, const ArrayView& yv,
              const Conv2dGeometry& g) {
@@ -135,28 +228,40 @@ void forward(const ArrayView& xv, const ArrayView& wv, const ArrayView& bv, cons
   const T* w = wv.typed<const T>();
   const T* bias = bv.typed<const T>();
   T* y = yv.typed<T>();
-  const std::int64_t R = g.col_rows(), P = g.col_cols(), Kg = g.out_channels_per_group();
-  const std::int64_t x_group = g.in_channels_per_group() * g.in_h * g.in_w;
-  const std::int64_t x_sample = g.in_channels * g.in_h * g.in_w;
+  const ConvSizes s(g, sizeof(T), ConvDirection::forward);
   const bool direct = col_is_input(g);
-  parallel_blocks(g.batch, samples_per_block(g.batch),
-                  [&](std::int64_t, std::int64_t n0, std::int64_t n1) {
-                    std::vector<T> col(direct ? 0 : static_cast<std::size_t>(R * P));
-                    for (std::int64_t n = n0; n < n1; ++n) {
-                      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-                        const T* xg = x + n * x_sample + grp * x_group;
-                        if (!direct) im2col(xg, g, col.data());
-                        T* yg = y + (n * g.out_channels + grp * Kg) * P;
-                        blas<T>(false, false, Kg, P, R, w + grp * Kg * R, R,
-                                direct ? xg : col.data(), P, T(0), yg, P);
-                      }
-                      if (bias == nullptr) continue;
-                      for (std::int64_t k = 0; k < g.out_channels; ++k) {
-                        T* row = y + (n * g.out_channels + k) * P;
-                        for (std::int64_t p = 0; p < P; ++p) row[p] += bias[k];
-                      }
-                    }
-                  });
+  for_each_chunk(g.batch, s.chunk, s.parallel_chunks,
+                 [&](std::int64_t n0, std::int64_t nc, bool serial) {
+                   const std::int64_t ld = nc * s.P;
+                   // One sample: x is its own col when direct, and y its own output.
+                   const bool gather = nc > 1 || !direct;
+                   const auto col_buffer = scratch<T>(gather ? s.rows * ld : 0);
+                   const auto out_buffer = scratch<T>(nc > 1 ? g.out_channels * ld : 0);
+                   const T* col = gather ? col_buffer.get() : x + n0 * s.x_sample;
+                   T* out = nc > 1 ? out_buffer.get() : y + n0 * s.y_sample;
+                   if (gather) {
+                     each_sample(serial, nc, [&](std::int64_t n) {
+                       im2col(x + (n0 + n) * s.x_sample, g, col_buffer.get() + n * s.P, ld);
+                     });
+                   }
+                   each_tile(serial, g.groups, s.Kg, ld,
+                             [&](std::int64_t grp, std::int64_t r0, std::int64_t r1,
+                                 std::int64_t c0, std::int64_t c1) {
+                               blas<T>(false, false, r1 - r0, c1 - c0, s.R,
+                                       w + (grp * s.Kg + r0) * s.R, s.R, col + grp * s.R * ld + c0,
+                                       ld, T(0), out + (grp * s.Kg + r0) * ld + c0, ld);
+                             });
+                   if (nc == 1 && bias == nullptr) return;
+                   each_sample(serial, nc, [&](std::int64_t n) {
+                     T* sample = y + (n0 + n) * s.y_sample;
+                     for (std::int64_t k = 0; k < g.out_channels; ++k) {
+                       const T* from = out + k * ld + n * s.P;
+                       T* to = sample + k * s.P;
+                       const T b = bias == nullptr ? T(0) : bias[k];
+                       for (std::int64_t p = 0; p < s.P; ++p) to[p] = from[p] + b;
+                     }
+                   });
+                 });
 }
 
 template <class T>
@@ -165,27 +270,46 @@ void backward_data(const ArrayView& dyv, const ArrayView& wv, const ArrayView& d
   const T* dy = dyv.typed<const T>();
   const T* w = wv.typed<const T>();
   T* dx = dxv.typed<T>();
-  const std::int64_t R = g.col_rows(), P = g.col_cols(), Kg = g.out_channels_per_group();
-  const std::int64_t x_group = g.in_channels_per_group() * g.in_h * g.in_w;
-  const std::int64_t x_sample = g.in_channels * g.in_h * g.in_w;
+  const ConvSizes s(g, sizeof(T), ConvDirection::backward_data);
+  if (s.P == 0 || s.Kg == 0) {  // no output: nothing reaches x
+    std::fill(dx, dx + g.batch * s.x_sample, T(0));
+    return;
+  }
   const bool direct = col_is_input(g);
-  parallel_blocks(
-      g.batch, samples_per_block(g.batch), [&](std::int64_t, std::int64_t n0, std::int64_t n1) {
-        std::vector<T> col(direct ? 0 : static_cast<std::size_t>(R * P));
-        for (std::int64_t n = n0; n < n1; ++n) {
-          for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-            T* dxg = dx + n * x_sample + grp * x_group;
-            const T* dyg = dy + (n * g.out_channels + grp * Kg) * P;
-            if (direct) {  // dx[n, g] is the (R x P) product itself
-              blas<T>(true, false, R, P, Kg, w + grp * Kg * R, R, dyg, P, T(0), dxg, P);
-              continue;
-            }
-            blas<T>(true, false, R, P, Kg, w + grp * Kg * R, R, dyg, P, T(0), col.data(), P);
-            std::fill(dxg, dxg + x_group, T(0));
-            col2im(col.data(), g, dxg);
-          }
-        }
-      });
+  for_each_chunk(g.batch, s.chunk, s.parallel_chunks,
+                 [&](std::int64_t n0, std::int64_t nc, bool serial) {
+                   const std::int64_t ld = nc * s.P;
+                   // One sample: dy is its own dyc, and when direct, dx its own dcol.
+                   const bool scatter = nc > 1 || !direct;
+                   const auto dyc_buffer = scratch<T>(nc > 1 ? g.out_channels * ld : 0);
+                   const auto dcol_buffer = scratch<T>(scatter ? s.rows * ld : 0);
+                   const T* dyc = nc > 1 ? dyc_buffer.get() : dy + n0 * s.y_sample;
+                   T* dcol = scatter ? dcol_buffer.get() : dx + n0 * s.x_sample;
+                   if (nc > 1) {
+                     each_sample(serial, nc, [&](std::int64_t n) {
+                       gather_sample(dy + (n0 + n) * s.y_sample, g.out_channels, s.P,
+                                     dyc_buffer.get() + n * s.P, ld);
+                     });
+                   }
+                   each_tile(serial, g.groups, s.R, ld,
+                             [&](std::int64_t grp, std::int64_t r0, std::int64_t r1,
+                                 std::int64_t c0, std::int64_t c1) {
+                               blas<T>(true, false, r1 - r0, c1 - c0, s.Kg,
+                                       w + grp * s.Kg * s.R + r0, s.R, dyc + grp * s.Kg * ld + c0,
+                                       ld, T(0), dcol + (grp * s.R + r0) * ld + c0, ld);
+                             });
+                   if (!scatter) return;
+                   each_sample(serial, nc, [&](std::int64_t n) {
+                     T* sample = dx + (n0 + n) * s.x_sample;
+                     if (direct) {  // dcol's rows are the sample's channels
+                       for (std::int64_t c = 0; c < g.in_channels; ++c)
+                         std::copy_n(dcol + c * ld + n * s.P, s.P, sample + c * s.P);
+                       return;
+                     }
+                     std::fill(sample, sample + s.x_sample, T(0));
+                     col2im(dcol + n * s.P, ld, g, sample);
+                   });
+                 });
 }
 
 template <class T>
@@ -194,29 +318,37 @@ void backward_weight(const ArrayView& xv, const ArrayView& dyv, const ArrayView&
   const T* x = xv.typed<const T>();
   const T* dy = dyv.typed<const T>();
   T* dw = dwv.typed<T>();
-  const std::int64_t R = g.col_rows(), P = g.col_cols(), Kg = g.out_channels_per_group();
-  const std::int64_t x_group = g.in_channels_per_group() * g.in_h * g.in_w;
-  const std::int64_t x_sample = g.in_channels * g.in_h * g.in_w;
-  const std::int64_t w_size = g.out_channels * R;
+  const ConvSizes s(g, sizeof(T), ConvDirection::backward_weight);
+  if (g.batch == 0 || s.P == 0) {  // an empty sum
+    std::fill(dw, dw + g.out_channels * s.R, T(0));
+    return;
+  }
   const bool direct = col_is_input(g);
-  const std::int64_t block = samples_per_block(g.batch);
-  std::vector<T> partial(static_cast<std::size_t>(num_blocks(g.batch, block) * w_size), T(0));
-  parallel_blocks(g.batch, block, [&](std::int64_t b, std::int64_t n0, std::int64_t n1) {
-    std::vector<T> col(direct ? 0 : static_cast<std::size_t>(R * P));
-    T* sum = partial.data() + b * w_size;
-    for (std::int64_t n = n0; n < n1; ++n) {
-      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-        const T* xg = x + n * x_sample + grp * x_group;
-        if (!direct) im2col(xg, g, col.data());
-        blas<T>(false, true, Kg, R, P, dy + (n * g.out_channels + grp * Kg) * P, P,
-                direct ? xg : col.data(), P, T(1), sum + grp * Kg * R, R);
-      }
+  const auto dyc_buffer = scratch<T>(s.chunk == 1 ? 0 : g.out_channels * s.chunk * s.P);
+  const auto col_buffer = scratch<T>(direct && s.chunk == 1 ? 0 : s.rows * s.chunk * s.P);
+  const TileGrid grid = gemm_tile_grid(s.Kg, s.R);
+  for (std::int64_t n0 = 0; n0 < g.batch; n0 += s.chunk) {
+    const std::int64_t nc = std::min(s.chunk, g.batch - n0), ld = nc * s.P;
+    const T* dyc = nc == 1 ? dy + n0 * s.y_sample : dyc_buffer.get();
+    const T* col = nc == 1 && direct ? x + n0 * s.x_sample : col_buffer.get();
+    if (dyc == dyc_buffer.get() || col == col_buffer.get()) {
+      parallel_blocks(nc, 1, [&](std::int64_t, std::int64_t n, std::int64_t) {
+        if (dyc == dyc_buffer.get()) {
+          gather_sample(dy + (n0 + n) * s.y_sample, g.out_channels, s.P, dyc_buffer.get() + n * s.P,
+                        ld);
+        }
+        if (col == col_buffer.get()) {
+          im2col(x + (n0 + n) * s.x_sample, g, col_buffer.get() + n * s.P, ld);
+        }
+      });
     }
-  });
-  std::fill(dw, dw + w_size, T(0));
-  for (std::int64_t b = 0; b < num_blocks(g.batch, block); ++b) {
-    const T* sum = partial.data() + b * w_size;
-    for (std::int64_t i = 0; i < w_size; ++i) dw[i] += sum[i];
+    const T beta = n0 == 0 ? T(0) : T(1);
+    parallel_tiles(
+        g.groups, s.Kg, s.R, grid,
+        [&](std::int64_t grp, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+          blas<T>(false, true, r1 - r0, c1 - c0, ld, dyc + (grp * s.Kg + r0) * ld, ld,
+                  col + (grp * s.R + c0) * ld, ld, beta, dw + (grp * s.Kg + r0) * s.R + c0, s.R);
+        });
   }
 }
 

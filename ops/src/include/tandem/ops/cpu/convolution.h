@@ -1,10 +1,12 @@
 // 2-D convolution on the CPU (NCHW input, OIHW weights; sizes in tandem/ops/conv_geometry.h):
-// im2col + gemm per sample and group, col2im for the input gradient.
+// im2col + gemm, col2im for the input gradient, over chunks of samples at once.
 //
-// Samples are split into fixed blocks (a function of the batch size only) that run as a
-// parallel_for in the engine's TBB arena, each block with its own im2col buffer and one
-// single-threaded BLAS call per (sample, group). The weight gradient sums its blocks' partial
-// sums in block order, so results are the same bits on any number of threads.
+// The samples of a chunk sit side by side in the gemm's columns; the chunks run side by side in
+// the engine's TBB arena (one single-threaded BLAS call per chunk and group), or in order with
+// each gemm cut into output tiles run side by side (ops/src/cpu/convolution.cc says which, and
+// why). The weight gradient's tiles are tiles of dW itself, summed over the chunks in order;
+// chunks, modes and tiles depend on the geometry only, so results are the same bits on any
+// number of threads.
 //
 // Every view is dense; float32 and float64 only (the front end checks both).
 #pragma once
