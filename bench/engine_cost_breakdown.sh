@@ -41,7 +41,7 @@ trap 'rm -rf "$work"' EXIT
 for system in "${systems[@]}"; do
   for reps in 1 3; do
     echo "engine_cost_breakdown.sh: callgrind, $system, $reps repetition(s)" >&2
-    valgrind --tool=callgrind --callgrind-out-file="$work/$system.$reps.cg" \
+    BENCH_CORE_TO_CORE=0 valgrind --tool=callgrind --callgrind-out-file="$work/$system.$reps.cg" \
       "$binary" --quick --workloads "$workload" --systems "$system" \
       --repetitions "$reps" --out "$work/$system.$reps.json" > /dev/null 2>&1
     callgrind_annotate --inclusive=yes --tree=caller "$work/$system.$reps.cg" \

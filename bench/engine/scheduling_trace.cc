@@ -1,5 +1,7 @@
 #include "scheduling_trace.h"
 
+#include "core_to_core.h"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -52,6 +54,10 @@ Entrant traced(Entrant entrant, Engine& engine, SchedulingRounds rounds) {
         {"pushes_blocked", after.pushes_blocked - before.pushes_blocked},
         {"voluntary_switches", switches_after.voluntary - switches_before.voluntary},
         {"involuntary_switches", switches_after.involuntary - switches_before.involuntary}};
+    // Measured right after the round: how far apart the cores were (see core_to_core.h).
+    const std::optional<CoreToCore> line = core_to_core();
+    round["core_to_core_ns"] = line ? nlohmann::json(line->median_ns) : nlohmann::json(nullptr);
+    round["core_to_core_mean_ns"] = line ? nlohmann::json(line->mean_ns) : nlohmann::json(nullptr);
     std::cout << "    " << system << (rounds->empty() ? " warm-up" : " round ")
               << (rounds->empty() ? std::string() : std::to_string(rounds->size())) << ": "
               << std::fixed << std::setprecision(1) << round["ns_per_op"].get<double>()
@@ -64,7 +70,11 @@ Entrant traced(Entrant entrant, Engine& engine, SchedulingRounds rounds) {
               << round["run_inline_per_op"].get<double>() << "; pushes blocked "
               << round["pushes_blocked"].get<std::uint64_t>() << "; context switches "
               << round["voluntary_switches"].get<long>() << " voluntary, "
-              << round["involuntary_switches"].get<long>() << " involuntary\n"
+              << round["involuntary_switches"].get<long>() << " involuntary; core to core "
+              << (line ? std::to_string(static_cast<long>(line->median_ns)) + " ns (mean " +
+                             std::to_string(static_cast<long>(line->mean_ns)) + ")"
+                       : "n/a")
+              << "\n"
               << std::flush;
     rounds->push_back(std::move(round));
     return elapsed;

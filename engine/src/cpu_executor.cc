@@ -113,6 +113,7 @@ CpuExecutor::CpuExecutor(const EngineConfig& config, EngineCore& engine)
       num_workers_(resolve_workers(config.cpu_workers)),
       spin_(config.spin_before_park),
       max_idle_pauses_(max_idle_poll_pauses()),
+      stream_gap_pauses_(stream_gap_pauses()),
       slot_counters_(std::make_unique<SlotCounters[]>(static_cast<std::size_t>(num_workers_))) {
   allow_parallelism(num_workers_ + 1);
   arena_.initialize(num_workers_, /*reserved_for_masters=*/0);
@@ -285,6 +286,9 @@ void CpuExecutor::drain() noexcept {
   DrainerContext* const outer = tls_drainer;
   tls_drainer = &context;
   bool resumed = false;
+  // Idle streaks in a row that an op ended within kQuickRefillPolls polls (up to
+  // kStreamRefills): this drainer keeps up with a stream (see stream_gap_pauses_).
+  unsigned quick_refills = 0;
   for (;;) {
     using Clock = std::chrono::steady_clock;
     // The idle clock starts at the first empty poll, so a busy drainer never reads the clock;
@@ -305,6 +309,8 @@ void CpuExecutor::drain() noexcept {
       if (OpRecord* op = next_op(context)) {
         // The end of an idle streak: publish the counters (never on a busy drainer's path).
         if (empty_polls != 0) [[unlikely]] {
+          quick_refills =
+              empty_polls <= kQuickRefillPolls ? std::min(quick_refills + 1, kStreamRefills) : 0;
           publish_counters(context, worker);
           empty_polls = 0;
           TANDEM_WAKE_POINT(drainer_took_op);
@@ -340,7 +346,11 @@ void CpuExecutor::drain() noexcept {
       // both slow down; the drainer then keeps pace op by op, finds the FIFO empty each time
       // and keeps polling (the slow mode of docs/benchmarks.md). Polled less and less often
       // over an idle streak, it finds a batch behind the line instead.
-      const unsigned pauses = std::min(1u << std::min(empty_polls - 1, 16u), max_idle_pauses_);
+      // In a stream, the streak's first wait is the gap that lets a batch form.
+      const unsigned pauses =
+          empty_polls == 1 && quick_refills == kStreamRefills
+              ? std::max(stream_gap_pauses_, 1u)
+              : std::min(1u << std::min(empty_polls - 1, 16u), max_idle_pauses_);
       for (unsigned i = 0; i < pauses; ++i) cpu_relax();
       paused += pauses;
       if (paused >= kPausesPerClockCheck) {

@@ -44,6 +44,14 @@ namespace tandem::detail {
 inline constexpr unsigned kDefaultMaxIdlePollPauses = 4;
 unsigned max_idle_poll_pauses();
 
+// The pauses a spinning drainer waits before its first poll of an idle streak once it is
+// caught up in a stream (CpuExecutor::stream_gap_pauses_): TANDEM_STREAM_GAP_PAUSES, read like
+// TANDEM_IDLE_POLL_PAUSES; 0 turns the gap off. 64 (~6 us on the development VM, where a pause
+// takes ~100 ns): the pusher fills a batch alone instead of handing over op by op
+// (docs/benchmarks.md, "Fourth pass").
+inline constexpr unsigned kDefaultStreamGapPauses = 64;
+unsigned stream_gap_pauses();
+
 class EngineCore;
 
 class CpuExecutor {
@@ -100,6 +108,17 @@ class CpuExecutor {
   // pauses double from one per poll up to this many over an idle streak, so that it stops
   // reading the FIFO's tail line, which every push writes, at the pusher's rate (see drain()).
   const unsigned max_idle_pauses_;
+  // A drainer that keeps catching up with a pusher (kStreamRefills idle streaks in a row, each
+  // ended by an op within kQuickRefillPolls polls) is in a stream of ops pushed one by one as
+  // fast as it runs them: each op then crosses between the cores on its own, lines of the
+  // record, the var and the FIFO's tail moving back and forth per op (the slow mode of
+  // docs/benchmarks.md, "Two modes of a run"). Such a drainer waits this many pauses before
+  // the first poll of its next idle streak, so that the pusher queues a batch meanwhile and
+  // the drainer runs it from its lines in one go. A drainer waiting for a lone op, or for the
+  // next op of a thread that waits for each one, does not see quick refills and polls as before.
+  const unsigned stream_gap_pauses_;
+  static constexpr unsigned kQuickRefillPolls = 2;
+  static constexpr unsigned kStreamRefills = 4;
   tbb::task_arena arena_;
 
   ReadyFifo normal_;

@@ -201,4 +201,12 @@ unsigned max_idle_poll_pauses() {
   return kDefaultMaxIdlePollPauses;
 }
 
+unsigned stream_gap_pauses() {
+  if (const char* v = std::getenv("TANDEM_STREAM_GAP_PAUSES")) {
+    return static_cast<unsigned>(
+        parse_integer(Part::engine, "TANDEM_STREAM_GAP_PAUSES", v, 0, 4096));
+  }
+  return kDefaultStreamGapPauses;
+}
+
 }  // namespace tandem::detail

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "test_support.h"
 
@@ -325,6 +326,39 @@ TEST_CASE("tandem::wait_all waits for the process-wide engine and rethrows its e
   CHECK_NOTHROW(tandem::wait_all());
   engine.delete_var(v);
   tandem::Engine::set_default(EngineConfig{});
+}
+
+// The other drainer knob, read the same way; 0 (the gap off) is allowed. A stream of pushes
+// (which turns the gap on) and sparse ones (which do not) both run every op.
+TEST_CASE("TANDEM_STREAM_GAP_PAUSES is read when a threaded engine starts") {
+  struct Restore {
+    ~Restore() { unsetenv("TANDEM_STREAM_GAP_PAUSES"); }
+  } restore;
+  EngineConfig config;
+  config.kind = EngineKind::threaded;
+  for (const char* value : {"abc", "4097", "-1", "1.5"}) {
+    CAPTURE(value);
+    setenv("TANDEM_STREAM_GAP_PAUSES", value, 1);
+    const std::string message = error_of([&] { (void)tandem::Engine::create(config); });
+    CHECK(message.find("TANDEM_STREAM_GAP_PAUSES") != std::string::npos);
+    CHECK(message.find(value) != std::string::npos);
+  }
+  for (const char* value : {"0", "1", "64", "4096"}) {
+    CAPTURE(value);
+    setenv("TANDEM_STREAM_GAP_PAUSES", value, 1);
+    auto engine = tandem::Engine::create(config);
+    std::vector<Var> vars;
+    for (int i = 0; i < 64; ++i) vars.push_back(engine->new_var());
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 4000; ++i) {
+      engine->push([&] { ran.fetch_add(1, std::memory_order_relaxed); }, cpu(), {},
+                   {vars[static_cast<std::size_t>(i) % vars.size()]});
+      if (i % 1000 == 999) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+    for (const Var var : vars) engine->delete_var(var);
+    engine->wait_all();
+    CHECK(ran.load() == 4000);
+  }
 }
 
 // A tuning knob of the CPU drainers, read when a threaded engine starts (not an EngineConfig
