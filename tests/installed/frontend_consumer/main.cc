@@ -4,10 +4,12 @@
 // runs a repeated loop of engine ops under tandem::AutoCapture, sums over a sim device and the
 // cpu (and is refused NCCL there, with the reason), trains a hybridized block whose grad
 // request changes midway, and replays a whole training step (nn::TrainingStep) beside the new
-// array ops and loaders, and this round's fused ops and checks. Every step checks its result; any
-// failure exits non-zero with what went wrong.
+// array ops and loaders, and this round's fused ops and checks, and captures a window that fails
+// as one unit. Every step checks its result; any failure exits non-zero with what went wrong.
+#include <tandem/accel/stream.h>
 #include <tandem/auto_capture.h>
 #include <tandem/detail/fault_injection.h>
+#include <tandem/graph.h>
 #include <tandem/ops/collectives.h>
 #include <tandem/tandem.h>
 
@@ -421,6 +423,39 @@ void relu_backward_check() {
   std::printf("relu_backward on cpu and sim, its shape check: OK\n");
 }
 
+// This round's new capture option from outside: two independent sim(0) ops and a third reading
+// the first are no chain, so a plain window keeps them pushed one by one, and a window that
+// fails as one unit joins them into one device graph; both replays give the same values.
+void window_that_fails_as_one_unit() {
+  tandem::Engine& engine = tandem::Engine::get();
+  const tandem::Var x = engine.new_var(), y = engine.new_var(), z = engine.new_var();
+  long vx = 0, vy = 0, vz = 0;
+  auto record = [&] {
+    engine.push([&](tandem::RunContext& ctx) { ctx.stream()->enqueue_host([&] { ++vx; }, {}); },
+                tandem::sim(0), {}, {x}, {.name = "x"});
+    engine.push([&](tandem::RunContext& ctx) { ctx.stream()->enqueue_host([&] { vy += 2; }, {}); },
+                tandem::sim(0), {}, {y}, {.name = "y"});
+    engine.push([&](tandem::RunContext& ctx) { ctx.stream()->enqueue_host([&] { vz += vx; }, {}); },
+                tandem::sim(0), {x}, {z}, {.name = "z"});
+  };
+  tandem::CapturedGraph plain = tandem::capture(engine, record);
+  tandem::CapturedGraph one_unit = tandem::capture(engine, {.fail_as_one_unit = true}, record);
+  require(plain.num_device_graphs() == 0 && plain.num_pushed_ops() == 3,
+          "a plain window joined ops that are no chain");
+  require(one_unit.num_device_graphs() == 1 && one_unit.num_device_graph_ops() == 3,
+          "a window that fails as one unit did not join its three sim ops");
+  for (int i = 0; i < 3; ++i) {
+    one_unit.replay();
+    plain.replay();
+  }
+  engine.wait_all();
+  require(vx == 6 && vy == 12 && vz == 21, "the replays of the two windows gave other values");
+  plain = one_unit = tandem::CapturedGraph();
+  for (const tandem::Var var : {x, y, z}) engine.delete_var(var);
+  engine.wait_all();
+  std::printf("a window that fails as one unit: 1 device graph for 3 sim ops: OK\n");
+}
+
 int main() {
   try {
     const double cpu_loss = train(tandem::cpu());
@@ -439,6 +474,7 @@ int main() {
     whole_step_and_new_array_ops();
     fused_updates_batch_norm_take();
     relu_backward_check();
+    window_that_fails_as_one_unit();
     std::printf("frontend consumer: OK\n");
     return 0;
   } catch (const std::exception& error) {
