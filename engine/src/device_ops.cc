@@ -241,6 +241,10 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
       return;
     }
   }
+  // From the op's first enqueue on the stream to the event that closes its work, no other
+  // launcher (another engine on this device) enqueues there: a failure of this op's work must
+  // reach this op's event, and no other op's work may be skipped for it (stream.h).
+  std::unique_lock stream_turn(stream.launch_mutex());
   const bool profiled = profiling::profiled(op);
   if (profiled) op->start_ns = profiling::now_ns();
   if (!error) {
@@ -340,12 +344,14 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
       if (!error) error = std::current_exception();
     }
   }
+  if (fenced) stream_turn.unlock();
   if (!fenced) {
     // Per-op synchronization (the baseline mode, the naive engine), or fencing failed. The
     // event closes exactly this op's work, so its error is this op's (Stream::synchronize
     // would also report older failures of the shared stream).
     try {
       EventRef done = stream.record(profiled);
+      stream_turn.unlock();
       if (profiled) op->end_event = done;
       done->synchronize();
     } catch (...) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sim_test_support.h"
@@ -187,5 +188,54 @@ TEST_CASE("an accelerator op's device work sees what earlier device work wrote, 
     engine->push([&] { seen = returned; }, cpu(), {back}, {result}, {.name = "read"});
     engine->wait_for_var(result);
     CHECK(seen == 42);
+  }
+}
+
+// Streams are process-wide: two engines running ops on one device enqueue on the same streams,
+// each from its own launcher thread. A failure reaches the next event recorded on the stream,
+// so without a turn per launch another engine's event could fall between a failing op's work
+// and its own event: that engine's op would fail with an error not its own, or its work would
+// be skipped while its event reported success (found by fuzz_ops).
+TEST_CASE("engines sharing a sim device keep their failures and their work apart") {
+  for (EngineKind kind : kKinds) {
+    CAPTURE(engine_kind_name(kind));
+    constexpr int kOps = 300;
+    SimTestEngine failing(sim_engine_config(kind));
+    SimTestEngine healthy(sim_engine_config(kind));
+    std::vector<Var> failed_vars, written_vars;
+    for (int i = 0; i < kOps; ++i) {
+      failed_vars.push_back(failing.var());
+      written_vars.push_back(healthy.var());
+    }
+    std::vector<std::string> names_of_failing;
+    for (int i = 0; i < kOps; ++i) names_of_failing.push_back("fails " + std::to_string(i));
+    std::vector<std::atomic<int>> ran(kOps);
+    // Each engine from its own thread, so both launchers enqueue on sim(0) at the same time.
+    std::thread pusher([&] {
+      for (int i = 0; i < kOps; ++i) {
+        push_sim(*failing, sim(0), {}, {failed_vars[i]}, names_of_failing[i].c_str(), 0.001,
+                 [i] { throw std::runtime_error("failure " + std::to_string(i)); });
+      }
+    });
+    for (int i = 0; i < kOps; ++i) {
+      push_sim(*healthy, sim(0), {}, {written_vars[i]}, "writes", 0.001,
+               [&ran, i] { ran[i].fetch_add(1); });
+    }
+    pusher.join();
+    // The healthy engine saw no failure, and all of its work ran, once.
+    CHECK(wait_all_errors(*healthy).empty());
+    int ran_once = 0;
+    for (int i = 0; i < kOps; ++i) ran_once += ran[i].load() == 1 ? 1 : 0;
+    CHECK(ran_once == kOps);
+    // Each failing op's var carries that op's own failure.
+    int own_error = 0;
+    for (int i = 0; i < kOps; ++i) {
+      const std::string error = error_of(*failing, failed_vars[i]);
+      own_error += names(error, names_of_failing[i]) &&
+                           error.find("failure " + std::to_string(i)) != std::string::npos
+                       ? 1
+                       : 0;
+    }
+    CHECK(own_error == kOps);
   }
 }

@@ -28,6 +28,10 @@
 //   next event recorded on that stream carry the error; `synchronize()` throws it. A stream that
 //   waits on a failed event skips its work up to its next `record()`, and that event carries
 //   the same error: device work downstream of a failure is skipped like a poisoned op.
+// - Streams are process-wide: every engine that runs ops on a device shares its streams. Since a
+//   failure reaches the next event recorded on the stream, whoever enqueues work and then
+//   records the event that stands for it holds `launch_mutex()` in between, so that no other
+//   thread's work or event falls between the two (the engine does for every op it launches).
 #pragma once
 
 #include <cstddef>
@@ -35,6 +39,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 #include "tandem/accel/device_graph.h"
 #include "tandem/device.h"
@@ -119,6 +124,14 @@ class Stream {
   // Ends the capture, dropping what was recorded (after an exception during it). No-op when
   // no capture is open.
   virtual void abort_graph_capture() noexcept {}
+
+  // Held from an op's first enqueue on this stream (its waits) to the event that closes its
+  // work. Recursive: a launch function may push to a naive engine, which launches at once on
+  // the same thread.
+  std::recursive_mutex& launch_mutex() noexcept { return launch_mutex_; }
+
+ private:
+  std::recursive_mutex launch_mutex_;
 };
 
 }  // namespace tandem
