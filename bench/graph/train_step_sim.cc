@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "models.h"
 #include "tandem/nn/nn.h"
 
 // The sim's modelled clock (SimStream's counters) is internal to the engine.
@@ -52,14 +53,7 @@ struct PerStep {
 
 PerStep measure(bool replayed, int rounds, int steps_per_round) {
   nd::random::seed(3);
-  auto net = std::make_shared<nn::Sequential>();
-  for (const std::int64_t channels : {16, 32}) {
-    net->add(nn::Conv2D(channels, 3, {.padding = 1}))
-        .add(nn::BatchNorm())
-        .add(nn::Activation(nn::relu))
-        .add(nn::MaxPool2D(2));
-  }
-  net->add(nn::Flatten()).add(nn::Dense(10));
+  std::shared_ptr<nn::Block> net = examples::make_model("lenet_bn");
   net->initialize(nn::Xavier(), {sim(0)});
   nn::Trainer trainer(net->collect_params(), nn::SGD(0.1));
   const auto loss_of = [](const nd::NDArray& output, const nd::NDArray& label) {

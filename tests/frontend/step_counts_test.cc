@@ -8,6 +8,7 @@
 #include <string>
 
 #include "frontend_test_util.h"
+#include "models.h"
 #include "tandem/accel/accelerator.h"
 #include "tandem/nn/nn.h"
 #include "tandem/profiler.h"
@@ -20,16 +21,9 @@ namespace nn = tandem::nn;
 
 // bench_gpu's lenet_bn (examples/train_lenet's default model) on 8x8 images with one channel:
 // two (conv 3x3 + batch norm + relu + 2x2 max pool) blocks of 16 and 32 channels, a dense head.
-std::shared_ptr<nn::Sequential> lenet_bn() {
+std::shared_ptr<nn::Block> lenet_bn() {
   nd::random::seed(3);
-  auto net = std::make_shared<nn::Sequential>();
-  for (const std::int64_t channels : {16, 32}) {
-    net->add(nn::Conv2D(channels, 3, {.padding = 1}))
-        .add(nn::BatchNorm())
-        .add(nn::Activation(nn::relu))
-        .add(nn::MaxPool2D(2));
-  }
-  net->add(nn::Flatten()).add(nn::Dense(10));
+  std::shared_ptr<nn::Block> net = examples::make_model("lenet_bn");
   net->initialize(nn::Xavier(), {sim(0)});
   return net;
 }
