@@ -59,12 +59,21 @@ inline Deadline deadline_after(std::chrono::milliseconds timeout) {
              : now + timeout;
 }
 
-// Waits on `wait_until(deadline)` in steps: each time `warn_after` passes it calls `warn(total
-// waited)`; at `deadline` it throws TimeoutError(describe()). `wait_until` returns true once the
-// condition holds. `warn_after` of 0 means never.
-template <class WaitUntil, class Describe>
+// For a wait that cannot tell whether it advances: every report is a warning.
+struct NoProgress {
+  std::uint64_t operator()() const { return 0; }
+};
+
+// Waits on `wait_until(deadline)` in steps: each time `warn_after` passes it logs what the wait
+// is blocked on (`describe()`); at `deadline` it throws TimeoutError(describe()). `wait_until`
+// returns true once the condition holds. `warn_after` of 0 means never. `progress()` is a count
+// that grows as the wait's work gets done (wait_all: the ops finished): a report after an
+// interval in which it grew is an info line (a long wait that advances is not stuck, e.g. an
+// epoch's last wait_all on a slow device); one after an interval in which it did not, a warning.
+template <class WaitUntil, class Describe, class Progress = NoProgress>
 void wait_with_report(WaitUntil&& wait_until, Deadline deadline,
-                      std::chrono::milliseconds warn_after, const char* call, Describe&& describe);
+                      std::chrono::milliseconds warn_after, const char* call, Describe&& describe,
+                      Progress&& progress = {});
 
 class EngineCore : public CompletionSink {
  public:
@@ -260,12 +269,14 @@ class EngineCore : public CompletionSink {
   std::mutex device_errors_mutex_;
 };
 
-template <class WaitUntil, class Describe>
+template <class WaitUntil, class Describe, class Progress>
 void wait_with_report(WaitUntil&& wait_until, Deadline deadline,
-                      std::chrono::milliseconds warn_after, const char* call, Describe&& describe) {
+                      std::chrono::milliseconds warn_after, const char* call, Describe&& describe,
+                      Progress&& progress) {
   using std::chrono::steady_clock;
   const auto start = steady_clock::now();
   Deadline next_warn = warn_after.count() > 0 ? deadline_after(warn_after) : kNoDeadline;
+  std::uint64_t progress_seen = progress();
   for (;;) {
     if (wait_until(std::min(deadline, next_warn))) return;
     const auto now = steady_clock::now();
@@ -275,7 +286,15 @@ void wait_with_report(WaitUntil&& wait_until, Deadline deadline,
                          std::to_string(waited) + " ms: " + describe());
     }
     if (now >= next_warn) {
-      log().warn("{} still blocked after {} ms: {}", call, waited, describe());
+      const std::uint64_t progress_now = progress();
+      if (progress_now != progress_seen) {
+        log().info(
+            "{} still waiting after {} ms, advancing ({} op(s) finished in the last {} ms): {}",
+            call, waited, progress_now - progress_seen, warn_after.count(), describe());
+      } else {
+        log().warn("{} still blocked after {} ms: {}", call, waited, describe());
+      }
+      progress_seen = progress_now;
       next_warn = now + warn_after;
     }
   }

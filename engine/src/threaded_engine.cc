@@ -461,7 +461,8 @@ std::string ThreadedEngine::describe_wait_all(int parity) {
 
 void ThreadedEngine::drain_epoch(int parity, Deadline deadline) {
   wait_with_report([&](Deadline until) { return block_until_deadline(parity, until); }, deadline,
-                   config().wait_warn_after, "wait_all", [&] { return describe_wait_all(parity); });
+                   config().wait_warn_after, "wait_all", [&] { return describe_wait_all(parity); },
+                   [&] { return completed_[parity].load(std::memory_order_seq_cst); });
   drain_target_[parity].store(kNoTarget, std::memory_order_seq_cst);
 }
 

@@ -159,3 +159,46 @@ TEST_CASE("the watchdog logs what a long wait is blocked on, and the wait goes o
   CHECK(contains(log, "'slow to complete'"));
   CHECK(contains(log, "waits for its Completion"));
 }
+
+TEST_CASE("the watchdog tells a long wait_all that advances from one that is stuck") {
+  tandem::EngineConfig config = test_config(EngineKind::threaded);
+  config.wait_warn_after = 200ms;
+  TestEngine engine(config);
+  auto captured = std::make_shared<std::ostringstream>();
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*captured);
+  auto& logger = tandem::detail::log();
+  const auto level_before = logger.level();
+  logger.set_level(spdlog::level::info);
+  logger.sinks().push_back(sink);
+  // A chain of 60 ops of 10 ms: wait_all lasts ~600 ms, and every 200 ms some ops have ended.
+  Var v = engine.var();
+  for (int i = 0; i < 60; ++i)
+    engine->push([] { std::this_thread::sleep_for(10ms); }, cpu(), {}, {v}, {.name = "step"});
+  CHECK_NOTHROW(engine->wait_all());
+  const std::string advancing = captured->str();
+  captured->str("");
+  // An op whose Completion comes after 500 ms: nothing ends meanwhile.
+  std::mutex mutex;
+  Completion held;
+  push_held(*engine, v, held, mutex, "stuck for a while");
+  std::thread completer([&] {
+    const bool started = eventually_true([&] {
+      std::lock_guard lock(mutex);
+      return held.pending();
+    });
+    std::this_thread::sleep_for(500ms);
+    std::lock_guard lock(mutex);
+    if (started) held();
+  });
+  CHECK_NOTHROW(engine->wait_all());
+  completer.join();
+  auto& sinks = logger.sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+  logger.set_level(level_before);
+  const std::string stuck = captured->str();
+  CHECK(contains(advancing, "wait_all still waiting after"));
+  CHECK(contains(advancing, "op(s) finished in the last"));
+  CHECK_FALSE(contains(advancing, "still blocked"));
+  CHECK(contains(stuck, "wait_all still blocked after"));
+  CHECK(contains(stuck, "'stuck for a while'"));
+}
