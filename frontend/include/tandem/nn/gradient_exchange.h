@@ -74,9 +74,10 @@ struct GradientExchangeOptions {
   std::size_t bucket_bytes = 64 << 10;
   // The same across processes (the cross_process exchange of parameters with one copy here):
   // most gradient bytes summed by one collective, with the same tail-first caps. Larger than
-  // bucket_bytes: a collective across processes costs a header exchange and an MPI call, so
-  // fewer and larger ones are cheaper, and they still start during backward (PyTorch DDP uses
-  // 25 MB, its first bucket 1 MB). 0: one collective per parameter.
+  // bucket_bytes: a collective across processes has a fixed cost (the hand-off to the comm
+  // thread and an MPI call, tens of microseconds), so fewer and larger ones are cheaper, and
+  // they still start during backward (PyTorch DDP uses 25 MB, its first bucket 1 MB). 0: one
+  // collective per parameter.
   std::size_t cross_process_bucket_bytes = 4 << 20;
 };
 
