@@ -52,6 +52,7 @@ Entrant traced(Entrant entrant, Engine& engine, SchedulingRounds rounds) {
         {"run_next_here_per_op", per_op(after.ops_run_next_here, before.ops_run_next_here)},
         {"run_inline_per_op", per_op(after.ops_run_inline, before.ops_run_inline)},
         {"pushes_blocked", after.pushes_blocked - before.pushes_blocked},
+        {"late_starts", after.worker_late_starts - before.worker_late_starts},
         {"voluntary_switches", switches_after.voluntary - switches_before.voluntary},
         {"involuntary_switches", switches_after.involuntary - switches_before.involuntary}};
     // Measured right after the round: how far apart the cores were (see core_to_core.h).
@@ -68,7 +69,8 @@ Entrant traced(Entrant entrant, Engine& engine, SchedulingRounds rounds) {
               << round["yields_per_op"].get<double>() << "), next-here "
               << round["run_next_here_per_op"].get<double>() << ", inline "
               << round["run_inline_per_op"].get<double>() << "; pushes blocked "
-              << round["pushes_blocked"].get<std::uint64_t>() << "; context switches "
+              << round["pushes_blocked"].get<std::uint64_t>() << "; late starts "
+              << round["late_starts"].get<std::uint64_t>() << "; context switches "
               << round["voluntary_switches"].get<long>() << " voluntary, "
               << round["involuntary_switches"].get<long>() << " involuntary; core to core "
               << (line ? std::to_string(static_cast<long>(line->median_ns)) + " ns (mean " +

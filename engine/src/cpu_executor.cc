@@ -65,24 +65,43 @@ constinit thread_local CpuExecutor::DrainerContext* CpuExecutor::tls_drainer TAN
 // memory). The field is therefore only ever accessed atomically: stored with release when the
 // functor is built or moved, loaded with acquire when it runs. It is left uninitialised on
 // purpose before that first store, so no plain write to it exists at all.
+// The same holds for the time of the enqueue, which the drainer compares with its start.
 class CpuExecutor::DrainTask {
  public:
-  explicit DrainTask(CpuExecutor* executor) noexcept { slot().store(executor, kStore); }
-  DrainTask(DrainTask&& other) noexcept { slot().store(other.slot().load(kLoad), kStore); }
-  DrainTask(const DrainTask& other) noexcept { slot().store(other.slot().load(kLoad), kStore); }
+  DrainTask(CpuExecutor* executor, std::int64_t enqueued_ns) noexcept {
+    slot().store(executor, kStore);
+    enqueued().store(enqueued_ns, kStore);
+  }
+  DrainTask(DrainTask&& other) noexcept : DrainTask(static_cast<const DrainTask&>(other)) {}
+  DrainTask(const DrainTask& other) noexcept {
+    slot().store(other.slot().load(kLoad), kStore);
+    enqueued().store(other.enqueued().load(kLoad), kStore);
+  }
   DrainTask& operator=(const DrainTask&) = delete;
   DrainTask& operator=(DrainTask&&) = delete;
   ~DrainTask() = default;
 
-  void operator()() const noexcept { slot().load(kLoad)->drain(); }
+  void operator()() const noexcept { slot().load(kLoad)->drain(enqueued().load(kLoad)); }
 
  private:
   static constexpr auto kStore = std::memory_order_release;
   static constexpr auto kLoad = std::memory_order_acquire;
   std::atomic_ref<CpuExecutor*> slot() const noexcept { return std::atomic_ref(executor_); }
+  std::atomic_ref<std::int64_t> enqueued() const noexcept { return std::atomic_ref(enqueued_ns_); }
 
   mutable CpuExecutor* executor_;
+  mutable std::int64_t enqueued_ns_;
 };
+
+namespace {
+
+std::int64_t steady_now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 #if defined(TANDEM_WAKE_POINTS)
 struct WakeProbe {
@@ -203,6 +222,7 @@ bool CpuExecutor::run_next_here(OpRecord* op) noexcept {
 void CpuExecutor::add_stats(EngineStats& stats) const {
   stats.worker_wakes += drainer_wakes_.load(std::memory_order_relaxed);
   stats.worker_parks += drainer_parks_.load(std::memory_order_relaxed);
+  stats.worker_late_starts += late_starts_.load(std::memory_order_relaxed);
   for (int i = 0; i < num_workers_; ++i) {
     stats.worker_idle_polls += slot_counters_[i].idle_polls.load(std::memory_order_relaxed);
     stats.ops_run_next_here += slot_counters_[i].ran_next_here.load(std::memory_order_relaxed);
@@ -274,13 +294,16 @@ void CpuExecutor::wake_drainer() noexcept {
       live_drainers_.fetch_add(1, std::memory_order_relaxed);
       drainer_wakes_.fetch_add(1, std::memory_order_relaxed);
       TANDEM_WAKE_POINT(drainer_counted);
-      arena_.enqueue(DrainTask(this));
+      arena_.enqueue(DrainTask(this, steady_now_ns()));
       return;
     }
   }
 }
 
-void CpuExecutor::drain() noexcept {
+void CpuExecutor::drain(std::int64_t enqueued_ns) noexcept {
+  // Counted active since its enqueue: until it starts, no push wakes another drainer.
+  if (steady_now_ns() - enqueued_ns > kLateStartNs) [[unlikely]]
+    late_starts_.fetch_add(1, std::memory_order_relaxed);
   const int worker = tbb::this_task_arena::current_thread_index();
   DrainerContext context{this};
   DrainerContext* const outer = tls_drainer;

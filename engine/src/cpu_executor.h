@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -98,7 +99,8 @@ class CpuExecutor {
   [[gnu::noinline]] void submit_to_priority_queue(OpRecord* op) noexcept;
   void wake_lane() noexcept;
   void wake_drainer() noexcept;
-  void drain() noexcept;
+  // `enqueued_ns`: when wake_drainer enqueued the drainer's task (steady clock).
+  void drain(std::int64_t enqueued_ns) noexcept;
   void priority_lane(int index) noexcept;
 
   EngineCore& engine_;
@@ -133,6 +135,14 @@ class CpuExecutor {
   // Counters (see add_stats), in the line wake_drainer writes anyway.
   std::atomic<std::uint64_t> drainer_wakes_{0};
   std::atomic<std::uint64_t> drainer_parks_{0};
+  // Drainers that started more than kLateStartNs after their enqueue (EngineStats::
+  // worker_late_starts). A woken drainer counts as active from its enqueue, so while it waits
+  // for a thread no push wakes another one: one worker runs every op meanwhile (on the
+  // development VM the kernel sometimes placed the woken TBB worker on the busy drainer's CPU
+  // for milliseconds; docs/benchmarks.md, "Fifth pass"). A wake-up takes ~14 us there, and up
+  // to a few hundred when the virtual CPU itself was halted: 1 ms is well past both.
+  std::atomic<std::uint64_t> late_starts_{0};
+  static constexpr std::int64_t kLateStartNs = 1'000'000;
   // A drainer counts its polls and next-here runs in its own context and publishes them in its
   // arena slot's line (one writer at a time: a slot's thread) whenever it stops polling.
   struct alignas(64) SlotCounters {

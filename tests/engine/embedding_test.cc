@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
@@ -113,6 +114,30 @@ TEST_CASE("a process-wide oneTBB cap lowers cpu_workers() to the workers that ca
     CHECK(w >= 0);
     CHECK(w < engine->worker_lanes());
   }
+}
+
+// A woken drainer counts as active from its enqueue; when no thread can run it (here a cap
+// leaves oneTBB one worker, busy with the first drainer) it starts only once that worker is
+// free, and EngineStats::worker_late_starts counts it.
+TEST_CASE("a drainer that waits for a thread long after its wake-up counts as a late start") {
+  tbb::global_control cap(tbb::global_control::max_allowed_parallelism, 2);
+  auto engine = tandem::Engine::create({.cpu_workers = 2});
+  const std::uint64_t before = engine->stats().worker_late_starts;
+  std::vector<Var> vars;
+  for (int i = 0; i < 2; ++i) vars.push_back(engine->new_var());
+  // Two independent ops of 20 ms: the second wakes a second drainer while the first runs.
+  for (const Var& v : vars) {
+    engine->push([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, cpu(), {}, {v},
+                 {.name = "slow"});
+  }
+  engine->wait_all();
+  // The late drainer starts after the single worker's drainer parks, which may be after
+  // wait_all returned: give it a moment.
+  for (int i = 0; i < 200 && engine->stats().worker_late_starts == before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(engine->stats().worker_late_starts > before);
+  for (const Var& v : vars) engine->delete_var(v);
+  engine->wait_all();
 }
 
 TEST_CASE("Engine::create and set_default with a config read no environment variable") {

@@ -103,6 +103,10 @@ struct EngineStats {
   std::uint64_t worker_parks = 0;
   std::uint64_t worker_idle_polls = 0;
   std::uint64_t worker_yields = 0;
+  // Drainers that started running more than 1 ms after a push woke them: the thread meant to
+  // run them waited for a core (the woken worker placed on a busy core). Until such a drainer
+  // starts, no push wakes another one, so a run with late starts may have used one worker.
+  std::uint64_t worker_late_starts = 0;
   std::uint64_t ops_run_next_here = 0;
   std::uint64_t ops_run_inline = 0;
 };
