@@ -456,6 +456,44 @@ void window_that_fails_as_one_unit() {
   std::printf("a window that fails as one unit: 1 device graph for 3 sim ops: OK\n");
 }
 
+// This round's fixes from outside: two engines on one device keep their failures apart (each
+// launch holds its stream, tandem::Stream::launch_mutex), and EngineStats counts late drainer
+// starts. A failing take on sim(0) in one engine beside healthy sim(0) work in another: the
+// healthy engine sees no error and its values, the failing one its own take error.
+void engines_sharing_a_device() {
+  std::unique_ptr<tandem::Engine> failing =
+      tandem::Engine::create(tandem::EngineConfig{.kind = tandem::EngineKind::threaded});
+  std::unique_ptr<tandem::Engine> healthy =
+      tandem::Engine::create(tandem::EngineConfig{.kind = tandem::EngineKind::threaded});
+  for (int round = 0; round < 20; ++round) {
+    nd::NDArray bad, good;
+    {
+      nd::EngineScope scope(*failing);
+      const nd::NDArray table = nd::ones({2, 3}, nd::float32, tandem::sim(0));
+      bad = nd::take(table, nd::from_vector(std::vector<std::int32_t>{2, 2}, tandem::sim(0)), 0);
+    }
+    {
+      nd::EngineScope scope(*healthy);
+      good = nd::arange(0, 4, 1, nd::float32, tandem::sim(0)) * 2;
+      require(good.to_vector<float>() == std::vector<float>{0, 2, 4, 6},
+              "an engine beside a failing one on sim(0) computed other values");
+      healthy->wait_all();
+    }
+    const std::string error = error_of([&] { bad.wait_to_read(); });
+    require(error.find("take") != std::string::npos,
+            "the failing engine's array did not carry its own take error: " + error);
+    nd::EngineScope scope(*failing);
+    bad = nd::NDArray();
+    try {
+      failing->wait_all();
+    } catch (const std::exception&) {
+    }
+  }
+  require(healthy->stats().worker_late_starts <= healthy->stats().worker_wakes,
+          "more late drainer starts than wake-ups");
+  std::printf("two engines on sim(0), failures kept apart: OK\n");
+}
+
 int main() {
   try {
     const double cpu_loss = train(tandem::cpu());
@@ -475,6 +513,7 @@ int main() {
     fused_updates_batch_norm_take();
     relu_backward_check();
     window_that_fails_as_one_unit();
+    engines_sharing_a_device();
     std::printf("frontend consumer: OK\n");
     return 0;
   } catch (const std::exception& error) {
