@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -47,6 +49,49 @@ bool eventually_true(Condition&& condition) {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// What the engine logs while it lives, at `level` or above (the level is restored after).
+class CapturedLog {
+ public:
+  explicit CapturedLog(spdlog::level::level_enum level)
+      : level_before_(tandem::detail::log().level()) {
+    tandem::detail::log().set_level(level);
+    tandem::detail::log().sinks().push_back(sink_);
+  }
+  ~CapturedLog() {
+    auto& sinks = tandem::detail::log().sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    tandem::detail::log().set_level(level_before_);
+  }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+  // The text logged since the last take().
+  std::string take() {
+    std::string text = text_->str();
+    text_->str("");
+    return text;
+  }
+
+ private:
+  const spdlog::level::level_enum level_before_;
+  std::shared_ptr<std::ostringstream> text_ = std::make_shared<std::ostringstream>();
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_ =
+      std::make_shared<spdlog::sinks::ostream_sink_mt>(*text_);
+};
+
+// Invokes `held` `delay` after its op started (not after it was pushed: on a loaded machine the
+// op may start late), on a thread of its own; join() the thread returned.
+std::thread complete_after(Completion& held, std::mutex& mutex, std::chrono::milliseconds delay) {
+  return std::thread([&held, &mutex, delay] {
+    const bool started = eventually_true([&] {
+      std::lock_guard lock(mutex);
+      return held.pending();
+    });
+    std::this_thread::sleep_for(delay);
+    std::lock_guard lock(mutex);
+    if (started) held();
+  });
 }
 
 }  // namespace
@@ -132,29 +177,16 @@ TEST_CASE("the watchdog logs what a long wait is blocked on, and the wait goes o
   tandem::EngineConfig config = test_config(EngineKind::threaded);
   config.wait_warn_after = 50ms;
   TestEngine engine(config);
-  auto captured = std::make_shared<std::ostringstream>();
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*captured);
-  tandem::detail::log().sinks().push_back(sink);
+  CapturedLog captured(spdlog::level::warn);
   Var v = engine.var();
   std::mutex mutex;
   Completion held;
   push_held(*engine, v, held, mutex, "slow to complete");
-  std::thread completer([&] {
-    // Completes 300 ms after the op started (not after it was pushed: on a loaded machine the
-    // op may start late), so that the 50 ms watchdog sees it waiting for its Completion.
-    const bool started = eventually_true([&] {
-      std::lock_guard lock(mutex);
-      return held.pending();
-    });
-    std::this_thread::sleep_for(300ms);
-    std::lock_guard lock(mutex);
-    if (started) held();
-  });
+  // 300 ms after the op started, so that the 50 ms watchdog sees it waiting for its Completion.
+  std::thread completer = complete_after(held, mutex, 300ms);
   CHECK_NOTHROW(engine->wait_for_var(v));  // no timeout: it waits until the completion
   completer.join();
-  auto& sinks = tandem::detail::log().sinks();
-  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
-  const std::string log = captured->str();
+  const std::string log = captured.take();
   CHECK(contains(log, "wait_for_var still blocked after"));
   CHECK(contains(log, "'slow to complete'"));
   CHECK(contains(log, "waits for its Completion"));
@@ -164,38 +196,21 @@ TEST_CASE("the watchdog tells a long wait_all that advances from one that is stu
   tandem::EngineConfig config = test_config(EngineKind::threaded);
   config.wait_warn_after = 200ms;
   TestEngine engine(config);
-  auto captured = std::make_shared<std::ostringstream>();
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(*captured);
-  auto& logger = tandem::detail::log();
-  const auto level_before = logger.level();
-  logger.set_level(spdlog::level::info);
-  logger.sinks().push_back(sink);
+  CapturedLog captured(spdlog::level::info);
   // A chain of 60 ops of 10 ms: wait_all lasts ~600 ms, and every 200 ms some ops have ended.
   Var v = engine.var();
   for (int i = 0; i < 60; ++i)
     engine->push([] { std::this_thread::sleep_for(10ms); }, cpu(), {}, {v}, {.name = "step"});
   CHECK_NOTHROW(engine->wait_all());
-  const std::string advancing = captured->str();
-  captured->str("");
+  const std::string advancing = captured.take();
   // An op whose Completion comes after 500 ms: nothing ends meanwhile.
   std::mutex mutex;
   Completion held;
   push_held(*engine, v, held, mutex, "stuck for a while");
-  std::thread completer([&] {
-    const bool started = eventually_true([&] {
-      std::lock_guard lock(mutex);
-      return held.pending();
-    });
-    std::this_thread::sleep_for(500ms);
-    std::lock_guard lock(mutex);
-    if (started) held();
-  });
+  std::thread completer = complete_after(held, mutex, 500ms);
   CHECK_NOTHROW(engine->wait_all());
   completer.join();
-  auto& sinks = logger.sinks();
-  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
-  logger.set_level(level_before);
-  const std::string stuck = captured->str();
+  const std::string stuck = captured.take();
   CHECK(contains(advancing, "wait_all still waiting after"));
   CHECK(contains(advancing, "op(s) finished in the last"));
   CHECK_FALSE(contains(advancing, "still blocked"));
