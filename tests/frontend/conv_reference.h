@@ -14,43 +14,6 @@ struct Reference {
   std::vector<double> magnitude;  // sum of |terms| per output element
 };
 
-inline Reference reference_conv2d(const Host& x, const Host& w, const Host* bias,
-                                  const nd::Conv2dOptions& o) {
-  const std::int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-  const std::int64_t O = w.shape[0], Cg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
-  const Shape out = nd::conv2d_output_shape(x.shape, w.shape, o);
-  const std::int64_t OH = out[2], OW = out[3], Og = O / o.groups;
-  Reference r{Host{out, std::vector<double>(static_cast<std::size_t>(out.num_elements()))},
-              std::vector<double>(static_cast<std::size_t>(out.num_elements()))};
-  for (std::int64_t n = 0; n < N; ++n) {
-    for (std::int64_t k = 0; k < O; ++k) {
-      const std::int64_t c0 = (k / Og) * Cg;
-      for (std::int64_t oh = 0; oh < OH; ++oh) {
-        for (std::int64_t ow = 0; ow < OW; ++ow) {
-          double sum = bias != nullptr ? bias->at(k) : 0.0, magnitude = std::fabs(sum);
-          for (std::int64_t c = 0; c < Cg; ++c) {
-            for (std::int64_t kh = 0; kh < KH; ++kh) {
-              for (std::int64_t kw = 0; kw < KW; ++kw) {
-                const std::int64_t ih = oh * o.stride.h - o.padding.h + kh * o.dilation.h;
-                const std::int64_t iw = ow * o.stride.w - o.padding.w + kw * o.dilation.w;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                const double term = x.at(((n * C + c0 + c) * H + ih) * W + iw) *
-                                    w.at(((k * Cg + c) * KH + kh) * KW + kw);
-                sum += term;
-                magnitude += std::fabs(term);
-              }
-            }
-          }
-          const auto i = static_cast<std::size_t>(((n * O + k) * OH + oh) * OW + ow);
-          r.values.values[i] = sum;
-          r.magnitude[i] = magnitude;
-        }
-      }
-    }
-  }
-  return r;
-}
-
 // Calls visit(x index, w index, y index) for every term x * w of y = conv2d(x, w): the one loop
 // nest that the forward and both backward references share.
 template <class Visit>
@@ -79,6 +42,28 @@ void for_each_conv_term(const Shape& x, const Shape& w, const nd::Conv2dOptions&
       }
     }
   }
+}
+
+inline Reference reference_conv2d(const Host& x, const Host& w, const Host* bias,
+                                  const nd::Conv2dOptions& o) {
+  const Shape out = nd::conv2d_output_shape(x.shape, w.shape, o);
+  const auto size = static_cast<std::size_t>(out.num_elements());
+  Reference r{Host{out, std::vector<double>(size)}, std::vector<double>(size)};
+  // Each output starts at its bias; its terms come in (c, kh, kw) order, as a direct loop adds.
+  if (bias != nullptr) {
+    const std::int64_t O = w.shape[0], plane = out[2] * out[3];
+    for (std::size_t i = 0; i < size; ++i) {
+      const double b = bias->at((static_cast<std::int64_t>(i) / plane) % O);
+      r.values.values[i] = b;
+      r.magnitude[i] = std::fabs(b);
+    }
+  }
+  for_each_conv_term(x.shape, w.shape, o, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) {
+    const double term = x.at(xi) * w.at(wi);
+    r.values.values[static_cast<std::size_t>(yi)] += term;
+    r.magnitude[static_cast<std::size_t>(yi)] += std::fabs(term);
+  });
+  return r;
 }
 
 // dL/dx and dL/dw of L = sum(conv2d(x, w) * dy), term by term.
