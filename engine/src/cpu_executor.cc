@@ -7,6 +7,7 @@
 #include "base/fast_tls.h"
 #include "base/spin_lock.h"
 #include "engine_core.h"
+#include "profiler/profiler_recorder.h"
 #include "wake_points.h"
 
 namespace tandem::detail {
@@ -92,16 +93,6 @@ class CpuExecutor::DrainTask {
   mutable CpuExecutor* executor_;
   mutable std::int64_t enqueued_ns_;
 };
-
-namespace {
-
-std::int64_t steady_now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 #if defined(TANDEM_WAKE_POINTS)
 struct WakeProbe {
@@ -294,7 +285,7 @@ void CpuExecutor::wake_drainer() noexcept {
       live_drainers_.fetch_add(1, std::memory_order_relaxed);
       drainer_wakes_.fetch_add(1, std::memory_order_relaxed);
       TANDEM_WAKE_POINT(drainer_counted);
-      arena_.enqueue(DrainTask(this, steady_now_ns()));
+      arena_.enqueue(DrainTask(this, profiling::now_ns()));
       return;
     }
   }
@@ -302,7 +293,7 @@ void CpuExecutor::wake_drainer() noexcept {
 
 void CpuExecutor::drain(std::int64_t enqueued_ns) noexcept {
   // Counted active since its enqueue: until it starts, no push wakes another drainer.
-  if (steady_now_ns() - enqueued_ns > kLateStartNs) [[unlikely]]
+  if (profiling::now_ns() - enqueued_ns > kLateStartNs) [[unlikely]]
     late_starts_.fetch_add(1, std::memory_order_relaxed);
   const int worker = tbb::this_task_arena::current_thread_index();
   DrainerContext context{this};

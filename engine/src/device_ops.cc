@@ -344,8 +344,9 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
       if (!error) error = std::current_exception();
     }
   }
-  if (fenced) stream_turn.unlock();
-  if (!fenced) {
+  if (fenced) {
+    stream_turn.unlock();
+  } else {
     // Per-op synchronization (the baseline mode, the naive engine), or fencing failed. The
     // event closes exactly this op's work, so its error is this op's (Stream::synchronize
     // would also report older failures of the shared stream).
