@@ -153,7 +153,34 @@ def engine_ns_table(records):
                  f"{sample.get('ops', '?')} ops per system (fan_out: whole rounds of 1 write + "
                  "1000 reads); wall time from the first push to the last op's end, divided by "
                  "the op count. A ratio below 1 means tandem is faster. — : not run (see notes).")
-    return lines + [""]
+    return lines + [""] + engine_state_table(records, peers)
+
+
+def fmt_state_ratio(record, state):
+    ratio, rounds = record.get(f"tandem_ratio_cores_{state}"), record.get(f"rounds_cores_{state}")
+    return f"{fmt_ratio(ratio)} ({rounds})" if ratio is not None else "—"
+
+
+def engine_state_table(records, peers):
+    """tandem / peer over the rounds both ran with the VM's cores near, and far."""
+    index = by_key(records)
+    peers = [p for p in peers if any("tandem_ratio_cores_near" in index.get((w, p), {})
+                                     for w in ENGINE_WORKLOADS)]
+    if not peers:
+        return []
+    header = ["workload"] + [f"tandem / {p}, cores {state}" for p in peers
+                             for state in ("near", "far")]
+    rows = []
+    for workload in ENGINE_WORKLOADS:
+        found = [index.get((workload, p), {}) for p in peers]
+        if not any(found):
+            continue
+        rows.append([workload] + [fmt_state_ratio(r, state) for r in found
+                                  for state in ("near", "far")])
+    return (["**By the state of the cores**: the same ratios over the rounds in which both "
+             "systems ran with the VM's cores near (core to core <= 80 ns, measured after every "
+             "run) or far (above it; 120-250 ns when it happens), rounds in parentheses:", ""] +
+            table(header, rows))
 
 
 METG_PATTERNS = [("metg_stencil_1d", "stencil_1d", 3), ("metg_nearest", "nearest", 5),
@@ -193,9 +220,12 @@ def metg_tables(records, workload="metg_stencil_1d", pattern="stencil_1d", radix
     dependencies = f"{radix} dependencies per task" if radix else "no dependencies"
     lines = [f"**METG(50%)**, Task Bench's {pattern} "
              f"({metg[0].get('width', '?')} columns, {dependencies}):", ""]
-    lines += table(["system", "METG(50%) vs cores available", "METG(50%) vs all cores"],
+    lines += table(["system", "METG(50%) vs cores available", "METG(50%) vs all cores",
+                    "METG(50%) in rounds with the cores near"],
                    [[r["system"], fmt_metg(r.get("metg_ns"), r.get("metg_at_most")),
-                     fmt_metg(r.get("nominal_metg_ns"))] for r in metg])
+                     fmt_metg(r.get("nominal_metg_ns")),
+                     fmt_metg(r.get("metg_cores_near_ns")) if r.get("metg_cores_near_ns")
+                     else "—"] for r in metg])
 
     granularities = [p["granularity_ns"] for p in metg[0].get("efficiency", [])]
     header = ["task granularity", "cores available"] + [r["system"] for r in metg]

@@ -1,13 +1,16 @@
 #include "engine_suite.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "available_cores.h"
 #include "busy_work.h"
+#include "core_state.h"
 #include "idle_cpu.h"
 #include "metg.h"
 #include "replay_workloads.h"
@@ -144,13 +147,21 @@ void EngineSuite::record_ns_per_op(const std::string& workload, const std::vecto
                                    std::size_t ops, const std::string& unit,
                                    const std::map<std::string, nlohmann::json>& extra) {
   double tandem_ns = 0.0;
+  const Timing* tandem = nullptr;
   for (const Timing& timing : timings) {
-    if (timing.system == "tandem") tandem_ns = timing.median_ns / static_cast<double>(ops);
+    if (timing.system == "tandem") {
+      tandem_ns = timing.median_ns / static_cast<double>(ops);
+      tandem = &timing;
+    }
   }
   for (const Timing& timing : timings) {
     const double ns_per_op = timing.median_ns / static_cast<double>(ops);
     std::vector<double> samples;
     for (double sample : timing.samples_ns) samples.push_back(sample / static_cast<double>(ops));
+    nlohmann::json core_to_core = nlohmann::json::array();
+    for (double latency : timing.core_to_core_ns) {
+      core_to_core.push_back(std::isnan(latency) ? nlohmann::json() : nlohmann::json(latency));
+    }
     nlohmann::json record = {{"workload", workload},
                              {"system", timing.system},
                              {"ns_per_op", ns_per_op},
@@ -158,7 +169,23 @@ void EngineSuite::record_ns_per_op(const std::string& workload, const std::vecto
                              {"ops", ops},
                              {"repetitions", timing.samples_ns.size()},
                              {"samples_ns_per_op", samples},
+                             {"samples_core_to_core_ns", core_to_core},
                              {"cores", cores_}};
+    // tandem / this system over the rounds in which both ran with the cores near, and far
+    // (core_state.h).
+    std::optional<StateRatio> near;
+    std::optional<StateRatio> far;
+    if (tandem != nullptr && &timing != tandem) {
+      near = ratio_in_state(*tandem, timing, CoreState::near);
+      far = ratio_in_state(*tandem, timing, CoreState::far);
+      auto to_json = [](const std::optional<double>& ratio) {
+        return ratio ? nlohmann::json(*ratio) : nlohmann::json();
+      };
+      record["tandem_ratio_cores_near"] = to_json(near->ratio);
+      record["rounds_cores_near"] = near->rounds;
+      record["tandem_ratio_cores_far"] = to_json(far->ratio);
+      record["rounds_cores_far"] = far->rounds;
+    }
     if (timing.system == "starpu") record["scheduler"] = starpu().scheduler();
     if (timing.system == "taskflow") record["version"] = taskflow_version();
     if (timing.system == "tandem") {
@@ -174,6 +201,13 @@ void EngineSuite::record_ns_per_op(const std::string& workload, const std::vecto
     if (tandem_ns > 0.0 && timing.system != "tandem") {
       std::cout << "   tandem/" << timing.system << " = " << std::setprecision(3)
                 << tandem_ns / ns_per_op;
+      auto print_state = [](const char* label, const std::optional<StateRatio>& state) {
+        if (!state || !state->ratio) return;
+        std::cout << "; cores " << label << ": " << std::setprecision(3) << *state->ratio << " ("
+                  << state->rounds << (state->rounds == 1 ? " round)" : " rounds)");
+      };
+      print_state("near", near);
+      print_state("far", far);
     }
     std::cout << '\n' << std::flush;
   }
@@ -387,12 +421,20 @@ std::map<std::string, EfficiencyPoint> EngineSuite::measure_metg_point(
   for (const Timing& timing : timings) {
     if (timing.system == "peak_probe") continue;
     std::vector<double> per_round;
+    std::vector<double> near_rounds;  // the rounds run with the cores near (core_state.h)
     for (std::size_t round = 0; round < timing.samples_ns.size(); ++round) {
       per_round.push_back(
           efficiency(granularity_ns, tasks, timing.samples_ns[round], cores_per_round[round]));
+      if (round < timing.core_to_core_ns.size() &&
+          core_state(timing.core_to_core_ns[round]) == CoreState::near) {
+        near_rounds.push_back(per_round.back());
+      }
     }
-    EfficiencyPoint point{granularity_ns, tasks, timing.median_ns, peak, 0.0, 0.0, 0.0, 0.0};
+    EfficiencyPoint point{
+        granularity_ns, tasks, timing.median_ns, peak, 0.0, 0.0, 0.0, 0.0, 0.0, 0};
     point.efficiency = median(per_round);
+    point.efficiency_near = median(near_rounds);
+    point.near_rounds = near_rounds.size();
     point.efficiency_low = *std::min_element(per_round.begin(), per_round.end());
     point.efficiency_high = *std::max_element(per_round.begin(), per_round.end());
     point.nominal_efficiency = efficiency(granularity_ns, tasks, timing.median_ns, cores_);
@@ -408,14 +450,18 @@ void EngineSuite::record_metg(const TaskBenchPattern& pattern, const std::string
                               const std::vector<EfficiencyPoint>& curve, std::size_t width) {
   nlohmann::json points = nlohmann::json::array();
   for (const EfficiencyPoint& point : curve) {
-    points.push_back({{"granularity_ns", point.granularity_ns},
-                      {"tasks", point.tasks},
-                      {"wall_ns", point.wall_ns},
-                      {"available_cores", point.available_cores},
-                      {"efficiency", point.efficiency},
-                      {"efficiency_low", point.efficiency_low},
-                      {"efficiency_high", point.efficiency_high},
-                      {"nominal_efficiency", point.nominal_efficiency}});
+    points.push_back(
+        {{"granularity_ns", point.granularity_ns},
+         {"tasks", point.tasks},
+         {"wall_ns", point.wall_ns},
+         {"available_cores", point.available_cores},
+         {"efficiency", point.efficiency},
+         {"efficiency_low", point.efficiency_low},
+         {"efficiency_high", point.efficiency_high},
+         {"nominal_efficiency", point.nominal_efficiency},
+         {"efficiency_cores_near",
+          point.near_rounds > 0 ? nlohmann::json(point.efficiency_near) : nlohmann::json()},
+         {"rounds_cores_near", point.near_rounds}});
   }
   nlohmann::json dips = nlohmann::json::array();
   for (const EfficiencyDip& dip : dips_beyond_noise(curve)) {
@@ -427,6 +473,12 @@ void EngineSuite::record_metg(const TaskBenchPattern& pattern, const std::string
   const std::optional<Metg> metg = min_effective_granularity(curve);
   const std::optional<Metg> nominal =
       min_effective_granularity(curve, 0.5, &EfficiencyPoint::nominal_efficiency);
+  // From the rounds run with the cores near, where every point of the sweep had some.
+  const bool near_everywhere = std::all_of(curve.begin(), curve.end(),
+                                           [](const auto& point) { return point.near_rounds > 0; });
+  const std::optional<Metg> near =
+      min_effective_granularity(near_everywhere ? curve : std::vector<EfficiencyPoint>{}, 0.5,
+                                &EfficiencyPoint::efficiency_near);
   records_.add({{"workload", pattern.workload()},
                 {"system", system},
                 {"pattern", pattern.name},
@@ -434,6 +486,7 @@ void EngineSuite::record_metg(const TaskBenchPattern& pattern, const std::string
                 {"metg_ns", to_json(metg)},
                 {"metg_at_most", metg && metg->at_most},
                 {"nominal_metg_ns", to_json(nominal)},
+                {"metg_cores_near_ns", to_json(near)},
                 {"threshold", 0.5},
                 {"width", width},
                 {"repetitions", repetitions_},
@@ -445,10 +498,15 @@ void EngineSuite::record_metg(const TaskBenchPattern& pattern, const std::string
   std::cout << "  METG(50%) " << std::left << std::setw(10) << system << std::right;
   if (metg) {
     std::cout << (metg->at_most ? "<= " : "") << std::setprecision(0) << metg->granularity_ns
-              << " ns\n";
+              << " ns";
   } else {
-    std::cout << "not reached (efficiency < 50% at every granularity)\n";
+    std::cout << "not reached (efficiency < 50% at every granularity)";
   }
+  if (const nlohmann::json near_ns = to_json(near); !near_ns.is_null()) {
+    std::cout << "  (rounds with the cores near: " << std::setprecision(0) << near_ns.get<double>()
+              << " ns)";
+  }
+  std::cout << '\n';
   for (const auto& dip : dips) {
     std::cout << "    dips beyond noise: " << std::setprecision(2) << dip["drop"].get<double>()
               << " from " << std::setprecision(0) << dip["from_ns"].get<double>() << " ns to "

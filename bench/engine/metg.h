@@ -42,6 +42,10 @@ struct EfficiencyPoint {
   // noise band of `efficiency`.
   double efficiency_low = 0.0;
   double efficiency_high = 0.0;
+  // The median of the rounds run with the cores near (core_state.h), and how many there were
+  // (0: none, and efficiency_near means nothing).
+  double efficiency_near = 0.0;
+  std::size_t near_rounds = 0;
 };
 
 double efficiency(double granularity_ns, std::size_t tasks, double wall_ns, double cores);

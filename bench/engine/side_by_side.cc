@@ -1,5 +1,8 @@
 #include "side_by_side.h"
 
+#include <limits>
+
+#include "core_to_core.h"
 #include "watchdog.h"
 
 namespace tandem::bench {
@@ -20,11 +23,14 @@ std::vector<Timing> run_side_by_side(const std::string& workload,
   std::vector<Timing> timings;
   for (const Entrant& entrant : entrants) {
     run_watched(workload, entrant);  // warm-up
-    timings.push_back(Timing{entrant.system, 0.0, {}});
+    timings.push_back(Timing{entrant.system, 0.0, {}, {}});
   }
   for (int round = 0; round < repetitions; ++round) {
     for (std::size_t i = 0; i < entrants.size(); ++i) {
       timings[i].samples_ns.push_back(run_watched(workload, entrants[i]).count());
+      const std::optional<CoreToCore> line = core_to_core();
+      timings[i].core_to_core_ns.push_back(line ? line->median_ns
+                                                : std::numeric_limits<double>::quiet_NaN());
     }
   }
   for (Timing& timing : timings) timing.median_ns = median(timing.samples_ns);

@@ -56,6 +56,14 @@ std::vector<TargetResult> evaluate_targets(const Records& records) {
   }
   targets.push_back(check("metg_stencil_1d: tandem / tbb_flow METG", "<= 0.15", 0.15,
                           metg("tandem"), metg("tbb_flow")));
+  // Issue 24: against Taskflow (an optional peer, TASKFLOW_DIR), the median ratio of every
+  // fine-grained workload and METG.
+  for (const char* workload : {"independent", "chains_1000", "one_chain", "fan_out", "push_cost"}) {
+    targets.push_back(check(std::string(workload) + ": tandem / taskflow", "<= 0.8", 0.8,
+                            ns_per_op(workload, "tandem"), ns_per_op(workload, "taskflow")));
+  }
+  targets.push_back(check("metg_stencil_1d: tandem / taskflow METG", "<= 1.0", 1.0, metg("tandem"),
+                          metg("taskflow")));
   // Issue 12: the efficiency curve must not dip beyond the spread of its rounds (metg.h).
   targets.push_back(check("metg_stencil_1d: tandem dips beyond noise", "<= 0", 0.0,
                           records.number("metg_stencil_1d", "tandem", "dips_beyond_noise_count")));
