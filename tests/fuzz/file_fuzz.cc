@@ -44,6 +44,7 @@
 
 #include "../frontend/gzip_writer.h"
 #include "corpus.h"
+#include "fuzz_options.h"
 
 #ifndef TANDEM_FUZZ_FILES_CORPUS
 #define TANDEM_FUZZ_FILES_CORPUS ""
@@ -720,67 +721,23 @@ std::vector<Target> targets() {
   return all;
 }
 
-struct Options {
-  std::uint64_t seed = 20261128;
-  double seconds = 10;
-  std::int64_t iterations = -1;  // -1: until the time budget is spent
-  std::int64_t only = -1;
+struct Options : tandem::fuzz::FuzzRunOptions {
   std::string target;
-  std::int64_t call_limit_ms = 20000;
   bool show_errors = false;
   bool keep = false;  // keep the working directory (the last input's files) and print its path
-  std::string corpus = TANDEM_FUZZ_FILES_CORPUS;
-  std::string write_corpus;
-  bool show_features = false;  // print every feature reached at the end
 };
 
 Options parse_options(int argc, char** argv) {
   Options options;
-  if (const char* env = std::getenv("TANDEM_FUZZ_SECONDS")) options.seconds = std::atof(env);
-  if (const char* env = std::getenv("TANDEM_FUZZ_SEED"))
-    options.seed = std::strtoull(env, nullptr, 10);
-  if (const char* env = std::getenv("TANDEM_FUZZ_CALL_LIMIT_S")) {
-    options.call_limit_ms = static_cast<std::int64_t>(1000 * std::atof(env));
-  }
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--show-features") {
-      options.show_features = true;
-      continue;
-    }
-    if (flag == "--show-errors" || flag == "--keep") {
-      (flag == "--keep" ? options.keep : options.show_errors) = true;
-      continue;
-    }
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (value == nullptr) {
-      std::fprintf(stderr, "fuzz_files: %s needs a value\n", flag.c_str());
-      std::exit(2);
-    }
-    ++i;
-    if (flag == "--seed") {
-      options.seed = std::strtoull(value, nullptr, 10);
-    } else if (flag == "--seconds") {
-      options.seconds = std::atof(value);
-    } else if (flag == "--iterations") {
-      options.iterations = std::atoll(value);
-    } else if (flag == "--only") {
-      options.only = std::atoll(value);
-    } else if (flag == "--target") {
-      options.target = value;
-    } else if (flag == "--corpus") {
-      options.corpus = value;
-    } else if (flag == "--write-corpus") {
-      options.write_corpus = value;
-    } else {
-      std::fprintf(
-          stderr,
-          "fuzz_files: unknown flag %s (--seed N --seconds S --iterations K --only I "
-          "--target NAME --corpus DIR --write-corpus DIR --show-features --show-errors --keep)\n",
-          flag.c_str());
-      std::exit(2);
-    }
-  }
+  options.call_limit_ms = 20000;
+  options.corpus = TANDEM_FUZZ_FILES_CORPUS;
+  tandem::fuzz::parse_fuzz_options(
+      argc, argv, "fuzz_files",
+      "--seed N --seconds S --iterations K --only I --target NAME --corpus DIR --write-corpus "
+      "DIR --show-features --show-errors --keep",
+      options,
+      {{{"--show-errors", &options.show_errors}, {"--keep", &options.keep}},
+       {{"--target", &options.target}}});
   return options;
 }
 

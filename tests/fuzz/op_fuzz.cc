@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "corpus.h"
+#include "fuzz_options.h"
 #include "op_program.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
@@ -207,69 +208,24 @@ std::string compare(const Program& program, const Outcome& expected, const Outco
 // ---- options
 // -------------------------------------------------------------------------------------
 
-struct Options {
-  std::uint64_t seed = 20261128;
-  double seconds = 10;
-  std::int64_t iterations = -1;  // -1: until the time budget is spent
-  std::int64_t only = -1;
-  std::string corpus = TANDEM_FUZZ_OPS_CORPUS;
-  std::string write_corpus;
-  bool show_features = false;  // print every feature reached at the end
+struct Options : tandem::fuzz::FuzzRunOptions {
   std::string hex;
   std::string file;
   bool print = false;
   bool verbose = false;
-  std::int64_t program_limit_ms = 60000;
 };
-
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "fuzz_ops: %s (--seed N --seconds S --iterations K --only I --corpus DIR "
-               "--write-corpus DIR --hex HEX --file PATH --print --verbose --show-features)\n",
-               problem.c_str());
-  std::exit(2);
-}
 
 Options parse_options(int argc, char** argv) {
   Options options;
-  if (const char* env = std::getenv("TANDEM_FUZZ_SECONDS")) options.seconds = std::atof(env);
-  if (const char* env = std::getenv("TANDEM_FUZZ_SEED"))
-    options.seed = std::strtoull(env, nullptr, 10);
-  if (const char* env = std::getenv("TANDEM_FUZZ_CALL_LIMIT_S")) {
-    options.program_limit_ms = static_cast<std::int64_t>(1000 * std::atof(env));
-  }
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--show-features") {
-      options.show_features = true;
-      continue;
-    }
-    if (flag == "--print" || flag == "--verbose") {
-      (flag == "--print" ? options.print : options.verbose) = true;
-      continue;
-    }
-    if (i + 1 >= argc) usage(flag + " needs a value");
-    const char* value = argv[++i];
-    if (flag == "--seed") {
-      options.seed = std::strtoull(value, nullptr, 10);
-    } else if (flag == "--seconds") {
-      options.seconds = std::atof(value);
-    } else if (flag == "--iterations") {
-      options.iterations = std::atoll(value);
-    } else if (flag == "--only") {
-      options.only = std::atoll(value);
-    } else if (flag == "--corpus") {
-      options.corpus = value;
-    } else if (flag == "--write-corpus") {
-      options.write_corpus = value;
-    } else if (flag == "--hex") {
-      options.hex = value;
-    } else if (flag == "--file") {
-      options.file = value;
-    } else {
-      usage("unknown flag " + flag);
-    }
-  }
+  options.call_limit_ms = 60000;
+  options.corpus = TANDEM_FUZZ_OPS_CORPUS;
+  tandem::fuzz::parse_fuzz_options(
+      argc, argv, "fuzz_ops",
+      "--seed N --seconds S --iterations K --only I --corpus DIR --write-corpus DIR --hex HEX "
+      "--file PATH --print --verbose --show-features",
+      options,
+      {{{"--print", &options.print}, {"--verbose", &options.verbose}},
+       {{"--hex", &options.hex}, {"--file", &options.file}}});
   return options;
 }
 
@@ -378,7 +334,7 @@ int main(int argc, char** argv) {
   }
   fuzzer.corpus = tandem::fuzz::read_corpus(options.corpus);
   std::atomic<bool> done{false};
-  std::thread watchdog(watch, options.program_limit_ms, std::cref(done));
+  std::thread watchdog(watch, options.call_limit_ms, std::cref(done));
   std::printf("fuzz_ops: seed %llu, corpus %s (%zu entries), %s\n",
               static_cast<unsigned long long>(options.seed),
               options.corpus.empty() ? "none" : options.corpus.c_str(), fuzzer.corpus.size(),
