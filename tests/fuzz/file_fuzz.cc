@@ -45,6 +45,7 @@
 #include "../frontend/gzip_writer.h"
 #include "corpus.h"
 #include "fuzz_options.h"
+#include "fuzz_watchdog.h"
 
 #ifndef TANDEM_FUZZ_FILES_CORPUS
 #define TANDEM_FUZZ_FILES_CORPUS ""
@@ -167,21 +168,12 @@ constexpr std::size_t kMaxInput = 256 * 1024;
 
 std::atomic<std::int64_t> g_call_started_ms{0};  // 0: no call under way
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using tandem::fuzz::now_ms;
 
 void watch(std::int64_t limit_ms, const std::atomic<bool>& done) {
-  while (!done.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const std::int64_t started = g_call_started_ms.load();
-    if (started != 0 && now_ms() - started > limit_ms) {
-      report_and_abort("a call ran past the watchdog's limit, ms",
-                       static_cast<std::size_t>(limit_ms));
-    }
-  }
+  tandem::fuzz::watch_inputs(limit_ms, g_call_started_ms, done, [](std::int64_t limit) {
+    report_and_abort("a call ran past the watchdog's limit, ms", static_cast<std::size_t>(limit));
+  });
 }
 
 // ---- files -----------------------------------------------------------------------------------
@@ -873,14 +865,7 @@ int main(int argc, char** argv) {
   std::atomic<bool> done{false};
   std::thread watchdog(watch, options.call_limit_ms, std::cref(done));
 
-  std::printf("fuzz_files: seed %llu, corpus %s (%zu entries), %s\n",
-              static_cast<unsigned long long>(options.seed),
-              options.corpus.empty() ? "none" : options.corpus.c_str(), corpus.size(),
-              options.only >= 0 ? ("iteration " + std::to_string(options.only)).c_str()
-              : options.iterations >= 0
-                  ? (std::to_string(options.iterations) + " iterations").c_str()
-                  : (std::to_string(options.seconds) + " s").c_str());
-  std::fflush(stdout);
+  tandem::fuzz::print_run("fuzz_files", options, corpus.size());
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> outcomes;  // name: values, errors
   tandem::fuzz::FeatureSet features;
   std::size_t written = 0;

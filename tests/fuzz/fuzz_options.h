@@ -5,6 +5,7 @@
 // own switches and valued flags.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -77,6 +78,19 @@ inline void parse_fuzz_options(int argc, char** argv, const char* tool, const ch
       *target = value;
     }
   }
+}
+
+// Prints "`tool`: seed S, corpus DIR (N entries), <what the run does>" and flushes, so that a
+// run that dies still says how to reproduce it.
+inline void print_run(const char* tool, const FuzzRunOptions& options, std::size_t entries) {
+  const std::string extent = options.only >= 0 ? "iteration " + std::to_string(options.only)
+                             : options.iterations >= 0
+                                 ? std::to_string(options.iterations) + " iterations"
+                                 : std::to_string(options.seconds) + " s";
+  std::printf("%s: seed %llu, corpus %s (%zu entries), %s\n", tool,
+              static_cast<unsigned long long>(options.seed),
+              options.corpus.empty() ? "none" : options.corpus.c_str(), entries, extent.c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace tandem::fuzz

@@ -33,6 +33,7 @@
 
 #include "corpus.h"
 #include "fuzz_options.h"
+#include "fuzz_watchdog.h"
 #include "op_program.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
@@ -59,24 +60,16 @@ std::string g_case = "setting up";  // "iteration I (reproduce: ...)\n<program>"
 char g_case_line[256] = "setting up";
 std::atomic<std::int64_t> g_started_ms{0};  // 0: no program under way
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using tandem::fuzz::now_ms;
 
 void watch(std::int64_t limit_ms, const std::atomic<bool>& done) {
-  while (!done.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const std::int64_t started = g_started_ms.load();
-    if (started != 0 && now_ms() - started > limit_ms) {
-      std::lock_guard<std::mutex> lock(g_case_mutex);
-      std::fprintf(stderr,
-                   "fuzz_ops: FAILURE: a program ran past the watchdog's limit (%lld ms) in %s\n",
-                   static_cast<long long>(limit_ms), g_case.c_str());
-      std::abort();
-    }
-  }
+  tandem::fuzz::watch_inputs(limit_ms, g_started_ms, done, [](std::int64_t limit) {
+    std::lock_guard<std::mutex> lock(g_case_mutex);
+    std::fprintf(stderr,
+                 "fuzz_ops: FAILURE: a program ran past the watchdog's limit (%lld ms) in %s\n",
+                 static_cast<long long>(limit), g_case.c_str());
+    std::abort();
+  });
 }
 
 // ---- inputs ------------------------------------------------------------------------------------
@@ -335,14 +328,7 @@ int main(int argc, char** argv) {
   fuzzer.corpus = tandem::fuzz::read_corpus(options.corpus);
   std::atomic<bool> done{false};
   std::thread watchdog(watch, options.call_limit_ms, std::cref(done));
-  std::printf("fuzz_ops: seed %llu, corpus %s (%zu entries), %s\n",
-              static_cast<unsigned long long>(options.seed),
-              options.corpus.empty() ? "none" : options.corpus.c_str(), fuzzer.corpus.size(),
-              options.only >= 0 ? ("iteration " + std::to_string(options.only)).c_str()
-              : options.iterations >= 0
-                  ? (std::to_string(options.iterations) + " iterations").c_str()
-                  : (std::to_string(options.seconds) + " s").c_str());
-  std::fflush(stdout);
+  tandem::fuzz::print_run("fuzz_ops", options, fuzzer.corpus.size());
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::milliseconds(static_cast<std::int64_t>(options.seconds * 1000));
