@@ -104,7 +104,9 @@ void fill_slots(OpRecord* op, VarList reads, VarList writes, const OpProps& prop
     const Var var = write ? *writes.begin() : *reads.begin();
     if (!var.valid() || !is_live_var_of(var, owner)) [[unlikely]]
       throw_bad_slot_var(var, write ? "write" : "read", 0, props, owner);
-    op->slots[0] = VarSlot{var.state(), nullptr, op, write, !write, false};
+    // On line 3 beside a small callable: a one-var push writes three lines of the record.
+    op->slots = &op->first_slot;
+    op->first_slot = VarSlot{var.state(), nullptr, op, write, !write, false};
     op->num_slots = 1;
     return;
   }

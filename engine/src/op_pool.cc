@@ -16,7 +16,7 @@ OpRecord* acquire_op_record() {
 }
 
 void release_op_record(OpRecord* op) noexcept {
-  if (op->slots != op->inline_slots) delete[] op->slots;
+  if (op->slots != op->inline_slots && op->slots != &op->first_slot) delete[] op->slots;
   op->slots = op->inline_slots;
   op->num_slots = 0;
   op->sink = nullptr;

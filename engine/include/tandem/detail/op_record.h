@@ -60,15 +60,19 @@ struct VarSlot {
 // worker, reused by the pusher), and every cache line it touches costs a coherence miss each
 // way. So what every op touches is packed into the first two lines, the callable and the var
 // slots follow, and fields only some ops use (async completion, errors, priority queue,
-// profiling) come last and are written only when used. The offsets (x86-64, checked by the
-// static_asserts after the struct):
+// profiling) come last and are written only when used. A one-var op's slot and the first 32
+// bytes of the callable share line 3, so that the commonest op, one var and a small callable,
+// touches three lines rather than four (bench_engine --quick, alternated: 17-33% less time per
+// op on `independent` and `push_cost`; docs/benchmarks.md, "Sixth pass"). The offsets
+// (x86-64, checked by the static_asserts after the struct):
 //   bytes   0- 63  line 1: the callable's pointers, `slots`, `props` (24) and `device` (8)
 //   bytes  64-127  line 2: `num_slots`, the flags (`is_waiter` ... `needs_fence_sync`, 68-71),
 //                  `pending_vars`, `worker`, `sink`, `push_sequence`, `profile_id`,
 //                  `var_to_delete` and the two links
-//   bytes 128-223  the inline callable (96)
-//   bytes 224-415  the inline var slots (6 x 32)
-//   bytes 416-575  used by some ops only
+//   bytes 128-159  line 3: the slot of an op with one var (`first_slot`)
+//   bytes 160-255  the inline callable (96): a callable of up to 32 bytes stays on line 3
+//   bytes 256-447  the inline var slots of ops with more vars (6 x 32)
+//   bytes 448-639  used by some ops only
 struct alignas(64) OpRecord {
   static constexpr std::size_t kInlineCallableBytes = 96;
   static constexpr std::size_t kInlineSlots = 6;
@@ -110,7 +114,9 @@ struct alignas(64) OpRecord {
   std::atomic<OpRecord*> next_ready{nullptr};
   OpRecord* next = nullptr;
 
-  // --- the callable (128-223) and the var slots (224-415) -----------------------------------
+  // --- line 3 (128-191): a one-var op's slot, then the callable's first 32 bytes -------------
+  VarSlot first_slot{};
+  // --- the callable (160-255) and the var slots of ops with more vars (256-447) --------------
   alignas(std::max_align_t) unsigned char callable_storage[kInlineCallableBytes];
   VarSlot inline_slots[kInlineSlots];
 
@@ -155,8 +161,10 @@ static_assert(offsetof(OpRecord, num_slots) == 64 &&
               "num_slots and the flags open line 2");
 static_assert(offsetof(OpRecord, next) + sizeof(OpRecord*) <= 128,
               "the scheduling state ends within line 2");
-static_assert(offsetof(OpRecord, callable_storage) == 128, "the inline callable starts on line 3");
-static_assert(offsetof(OpRecord, inline_slots) == 128 + OpRecord::kInlineCallableBytes,
+static_assert(offsetof(OpRecord, first_slot) == 128, "a one-var op's slot opens line 3");
+static_assert(offsetof(OpRecord, callable_storage) == 160,
+              "the inline callable follows it on line 3");
+static_assert(offsetof(OpRecord, inline_slots) == 160 + OpRecord::kInlineCallableBytes,
               "the inline slots follow the callable");
 static_assert(offsetof(OpRecord, completion_refs) ==
                   offsetof(OpRecord, inline_slots) + OpRecord::kInlineSlots * sizeof(VarSlot),
