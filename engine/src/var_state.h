@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "base/assertions.h"
@@ -32,7 +33,11 @@
 
 namespace tandem::detail {
 
-struct VarState {
+// Aligned to a cache line, with what push and release touch in its first line: a var's state
+// moves between the pushing thread and the workers on every op, and a state that straddled two
+// lines, or shared one with the next var's (88-byte states from the heap, packed), moved two
+// lines per access or collided with the op pushed on the neighbouring var.
+struct alignas(64) VarState {
   SpinLock lock;
   std::atomic<std::uint32_t> generation{0};
   VarSlot* head = nullptr;
@@ -122,6 +127,9 @@ struct VarState {
     }
   }
 };
+
+static_assert(offsetof(VarState, writer) + sizeof(OpRecord*) <= 64,
+              "what push and release touch fits in a var state's first line");
 
 VarState* acquire_var_state();
 void release_var_state(VarState* var) noexcept;
