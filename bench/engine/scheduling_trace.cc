@@ -1,13 +1,13 @@
 #include "scheduling_trace.h"
 
-#include "core_to_core.h"
-
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <utility>
 
 namespace tandem::bench {
@@ -31,8 +31,11 @@ Switches switches_now() {
 
 Entrant traced(Entrant entrant, Engine& engine, SchedulingRounds rounds) {
   Engine* target = &engine;
+  // The round run_once measured, completed and printed by after_probe once the harness has
+  // probed the cores right after it.
+  auto pending = std::make_shared<nlohmann::json>();
   auto run = std::move(entrant.run_once);
-  entrant.run_once = [run = std::move(run), target, rounds, system = entrant.system] {
+  entrant.run_once = [run = std::move(run), target, pending] {
     const EngineStats before = target->stats();
     const Switches switches_before = switches_now();
     const Nanoseconds elapsed = run();
@@ -43,20 +46,23 @@ Entrant traced(Entrant entrant, Engine& engine, SchedulingRounds rounds) {
     auto per_op = [ops](std::uint64_t later, std::uint64_t earlier) {
       return static_cast<double>(later - earlier) / ops;
     };
-    nlohmann::json round = {
-        {"ns_per_op", elapsed.count() / ops},
-        {"worker_wakes_per_op", per_op(after.worker_wakes, before.worker_wakes)},
-        {"worker_parks_per_op", per_op(after.worker_parks, before.worker_parks)},
-        {"idle_polls_per_op", per_op(after.worker_idle_polls, before.worker_idle_polls)},
-        {"yields_per_op", per_op(after.worker_yields, before.worker_yields)},
-        {"run_next_here_per_op", per_op(after.ops_run_next_here, before.ops_run_next_here)},
-        {"run_inline_per_op", per_op(after.ops_run_inline, before.ops_run_inline)},
-        {"pushes_blocked", after.pushes_blocked - before.pushes_blocked},
-        {"late_starts", after.worker_late_starts - before.worker_late_starts},
-        {"voluntary_switches", switches_after.voluntary - switches_before.voluntary},
-        {"involuntary_switches", switches_after.involuntary - switches_before.involuntary}};
-    // Measured right after the round: how far apart the cores were (see core_to_core.h).
-    const std::optional<CoreToCore> line = core_to_core();
+    *pending = {{"ns_per_op", elapsed.count() / ops},
+                {"worker_wakes_per_op", per_op(after.worker_wakes, before.worker_wakes)},
+                {"worker_parks_per_op", per_op(after.worker_parks, before.worker_parks)},
+                {"idle_polls_per_op", per_op(after.worker_idle_polls, before.worker_idle_polls)},
+                {"yields_per_op", per_op(after.worker_yields, before.worker_yields)},
+                {"run_next_here_per_op", per_op(after.ops_run_next_here, before.ops_run_next_here)},
+                {"run_inline_per_op", per_op(after.ops_run_inline, before.ops_run_inline)},
+                {"pushes_blocked", after.pushes_blocked - before.pushes_blocked},
+                {"late_starts", after.worker_late_starts - before.worker_late_starts},
+                {"voluntary_switches", switches_after.voluntary - switches_before.voluntary},
+                {"involuntary_switches", switches_after.involuntary - switches_before.involuntary}};
+    return elapsed;
+  };
+  entrant.after_probe = [pending, rounds,
+                         system = entrant.system](const std::optional<CoreToCore>& line) {
+    nlohmann::json round = std::move(*pending);
+    // How far apart the cores were right after the round (see core_to_core.h).
     round["core_to_core_ns"] = line ? nlohmann::json(line->median_ns) : nlohmann::json(nullptr);
     round["core_to_core_mean_ns"] = line ? nlohmann::json(line->mean_ns) : nlohmann::json(nullptr);
     std::cout << "    " << system << (rounds->empty() ? " warm-up" : " round ")
@@ -79,7 +85,6 @@ Entrant traced(Entrant entrant, Engine& engine, SchedulingRounds rounds) {
               << "\n"
               << std::flush;
     rounds->push_back(std::move(round));
-    return elapsed;
   };
   return entrant;
 }
