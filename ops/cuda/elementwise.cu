@@ -1,5 +1,6 @@
 // Element-wise kernels on a gpu(i): the functors of tandem/ops/functors.h (the CPU's own) in a
-// grid-stride loop, a dense fast path when every operand is one gap-free run, else strided
+// grid-stride loop, a dense fast path when every operand is one gap-free run, a row-by-row path
+// for binary ops on two-dimensional layouts (a broadcast row or column), else strided
 // addressing through StridedIndexer (stride 0 for broadcast dimensions).
 //
 // The dense path moves 16 bytes per load and store (a float4's worth: 4 floats, 2 doubles, 16
@@ -135,6 +136,39 @@ __global__ void binary_strided_kernel(F f, const T* a, const T* b, T* out,
   }
 }
 
+// A layout of two dimensions (rows x cols after make_layout merged what it could: a matrix plus
+// a broadcast row or column, a transposed or sliced operand): blockIdx.y walks the rows and a
+// row of threads the columns, so no flat index is divided into coordinates (a 64-bit division
+// per element made the strided kernel compute-bound on a broadcast add).
+template <class T, class F>
+__global__ void binary_2d_kernel(F f, const T* a, const T* b, T* out, StridedIndexer<3> indexer) {
+  const std::int64_t rows = indexer.shape[0], cols = indexer.shape[1];
+  const auto& s = indexer.strides;
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const T* ar = a + r * s[0][0];
+    const T* br = b + r * s[1][0];
+    T* outr = out + r * s[2][0];
+    for (std::int64_t c = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; c < cols;
+         c += std::int64_t{blockDim.x} * gridDim.x) {
+      outr[c * s[2][1]] = f(ar[c * s[0][1]], br[c * s[1][1]]);
+    }
+  }
+}
+
+// Rows at least this long take binary_2d_kernel (a warp's worth of columns, so that no more than
+// a few threads of a block idle at a row's end).
+constexpr std::int64_t kMin2dColumns = 32;
+
+// The grid of binary_2d_kernel: blocks enough for a row's columns across, then as many rows of
+// blocks as fill the device (max_grid_blocks() in all), at most 65535 (the grid's y limit).
+dim3 grid_2d(std::int64_t rows, std::int64_t cols) {
+  const std::int64_t across = (cols + kThreads - 1) / kThreads;
+  const std::int64_t x = std::min<std::int64_t>(across, max_grid_blocks());
+  const std::int64_t y =
+      std::clamp<std::int64_t>(max_grid_blocks() / x, 1, std::min<std::int64_t>(rows, 65535));
+  return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y));
+}
+
 // Integer division by a zero element, reported as the CPU reports it (ops/src/cpu/elementwise.cc)
 // without a device-to-host round trip per op: the kernel runs its functor through
 // FlagZeroDivisor, which raises a flag in device memory when a divisor is 0 (every writer stores
@@ -258,6 +292,10 @@ void binary(BinaryOp op, const ArrayView& a, const ArrayView& b, const ArrayView
                                   functor, a.typed<const T>(), b.typed<const T>(), out.typed<T>(),
                                   n);
                             });
+          } else if (indexer.ndim == 2 && indexer.shape[1] >= kMin2dColumns) {
+            binary_2d_kernel<T>
+                <<<grid_2d(indexer.shape[0], indexer.shape[1]), kThreads, 0, launch.stream()>>>(
+                    functor, a.typed<const T>(), b.typed<const T>(), out.typed<T>(), indexer);
           } else {
             binary_strided_kernel<T><<<grid_for(n), kThreads, 0, launch.stream()>>>(
                 functor, a.typed<const T>(), b.typed<const T>(), out.typed<T>(), indexer, n);

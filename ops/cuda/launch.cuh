@@ -1,6 +1,6 @@
 // What every CUDA kernel of tandem_ops shares: the device guard, launch check and launch
 // counters, grid sizes for grid-stride loops, StridedIndexer (strided views walked by a flat
-// row-major index), and stream-ordered scratch memory.
+// row-major index, common/strided_indexer.h), and stream-ordered scratch memory.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/strided_loop.h"  // make_layout: the dimension merging the CPU kernels use
+#include "common/strided_indexer.h"  // StridedIndexer, make_indexer
 #include "scratch_arena.h"
 #include "tandem/accel/cuda.h"
 #include "tandem/accel/cuda_check.h"
@@ -99,48 +99,6 @@ inline std::int64_t max_grid_blocks() {
 inline unsigned grid_for(std::int64_t n) {
   const std::int64_t blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, max_grid_blocks()));
-}
-
-// N operands of one shape with their own strides, after make_layout merged what it could:
-// `offsets(i, off)` gives each operand's element offset of the i-th element in row-major order.
-template <int N>
-struct StridedIndexer {
-  int ndim = 1;
-  std::int64_t shape[kMaxDims] = {};
-  std::int64_t strides[N][kMaxDims] = {};
-
-  __host__ __device__ void offsets(std::int64_t linear, std::int64_t (&off)[N]) const {
-    for (int k = 0; k < N; ++k) off[k] = 0;
-    for (int d = ndim - 1; d > 0; --d) {
-      const std::int64_t index = linear % shape[d];
-      linear /= shape[d];
-      for (int k = 0; k < N; ++k) off[k] += index * strides[k][d];
-    }
-    for (int k = 0; k < N; ++k) off[k] += linear * strides[k][0];  // outermost: no division
-  }
-  // Every operand is one gap-free run: the kernels' fast path.
-  bool dense() const {
-    if (ndim != 1) return false;
-    for (int k = 0; k < N; ++k) {
-      if (strides[k][0] != 1) return false;
-    }
-    return true;
-  }
-};
-
-template <int N>
-StridedIndexer<N> make_indexer(const Shape& shape, const std::array<const Strides*, N>& strides) {
-  const auto layout = make_layout<N>(shape, strides);
-  StridedIndexer<N> indexer;
-  indexer.ndim = layout.ndim;
-  for (int d = 0; d < layout.ndim; ++d) {
-    indexer.shape[d] = layout.shape[static_cast<std::size_t>(d)];
-    for (int k = 0; k < N; ++k) {
-      indexer.strides[k][d] =
-          layout.strides[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)];
-    }
-  }
-  return indexer;
 }
 
 // Device memory for one op's temporaries, in stream order: the stream's scratch arena

@@ -9,12 +9,13 @@
 // `sim_launches`: kernels, library calls; tandem/launch_counters.h), so the profiler shows the
 // same counts on sim as on cuda and a test without a GPU can pin them down: one kernel for an
 // element-wise op, a CUB call and a finishing kernel for a reduction, a cuBLAS call for a
-// floating gemm (plus a copy per operand it must pack), and for a convolution what
-// common/conv_launches.h says.
+// floating gemm (plus a copy per operand it must pack), for a reduction along an axis what
+// common/reduce_plan.h says, and for a convolution what common/conv_launches.h says.
 #include <string>
 
 #include "common/blas_operand.h"
 #include "common/conv_launches.h"
+#include "common/reduce_plan.h"
 #include "common/work_cost.h"
 #include "kernel_declarations.h"
 #include "tandem/accel/stream.h"

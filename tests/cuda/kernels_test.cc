@@ -9,17 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "common/reduce_plan.h"  // ops/src: which axis reductions take the columns kernel
 #include "cuda_test_util.h"
 #include "tandem/ops/cpu/copy.h"
 #include "tandem/ops/cpu/elementwise.h"
 #include "tandem/ops/cpu/gemm.h"
 #include "tandem/ops/cpu/random.h"
 #include "tandem/ops/cpu/reduce.h"
+#include "tandem/ops/cpu/softmax.h"
 #include "tandem/ops/cuda/copy.h"
 #include "tandem/ops/cuda/elementwise.h"
 #include "tandem/ops/cuda/gemm.h"
 #include "tandem/ops/cuda/random.h"
 #include "tandem/ops/cuda/reduce.h"
+#include "tandem/ops/cuda/softmax.h"
 
 namespace ops = tandem::ops;
 using ops::ArrayView;
@@ -122,6 +125,42 @@ TEST_SUITE("cuda.kernels") {
     CHECK_THROWS_AS(ops::cuda::unary_dense(ops::UnaryOp::exp, DType::int32, i_in.data(),
                                            i_out.data(), 4, compute_stream()),
                     tandem::Error);
+  }
+
+  TEST_CASE("binary ops on two-dimensional layouts and on strided ones match the CPU") {
+    if (!have_cuda("elementwise 2d")) return;
+    struct Case {
+      Shape shape;    // the output's
+      Shape b_shape;  // broadcast to `shape`
+      bool a_transposed;
+    };
+    // A matrix plus a row, plus a column, a transposed operand (all row by row), a 3-d array
+    // whose broadcast row merges it into two dimensions, rows shorter than a warp, and a layout
+    // that stays three-dimensional (the strided kernel).
+    for (const Case& c : {Case{{300, 1000}, {1000}, false}, Case{{1000, 40}, {1000, 1}, false},
+                          Case{{64, 70}, {64, 70}, true}, Case{{4, 50, 33}, {33}, false},
+                          Case{{500, 7}, {7}, false}, Case{{4, 50, 33}, {50, 1}, false}}) {
+      CAPTURE(c.shape.to_string());
+      CAPTURE(c.b_shape.to_string());
+      const auto n = static_cast<std::size_t>(c.shape.num_elements());
+      auto a_host = sample<float>(c.shape.num_elements(), 21, 0.1, 4.0);
+      auto b_host = sample<float>(c.b_shape.num_elements(), 22, 0.1, 4.0);
+      DeviceBuffer<float> a(a_host), b(b_host), out(n);
+      std::vector<float> expected(n);
+      // A transposed a: the buffer holds its transpose, read with swapped strides.
+      const auto a_view = [&](float* data) {
+        return c.a_transposed ? transposed(data, c.shape[1], c.shape[0]) : view(data, c.shape);
+      };
+      const ArrayView b_gpu = ops::broadcast_view(view(b.data(), c.b_shape), c.shape);
+      const ArrayView b_cpu = ops::broadcast_view(view(b_host.data(), c.b_shape), c.shape);
+      for (auto op : {ops::BinaryOp::add, ops::BinaryOp::multiply, ops::BinaryOp::divide,
+                      ops::BinaryOp::maximum}) {
+        CAPTURE(ops::op_name(op));
+        ops::cuda::binary(op, a_view(a.data()), b_gpu, view(out.data(), c.shape), compute_stream());
+        ops::cpu::binary(op, a_view(a_host.data()), b_cpu, view(expected.data(), c.shape));
+        check_close(out.read(), expected, 1e-6);
+      }
+    }
   }
 
   TEST_CASE("integer division by a zero element fails the stream with the CPU's error") {
@@ -268,6 +307,158 @@ TEST_SUITE("cuda.kernels") {
                           view(n_arg.data(), Shape{}), compute_stream());
     CHECK(std::isnan(n_max.read()[0]));
     CHECK(n_arg.read()[0] == 1);
+  }
+
+  TEST_CASE("dense reductions along a non-last axis (the columns kernel) match the CPU") {
+    if (!have_cuda("reduce columns")) return;
+    // Short and long axes, a few or many columns: one chunk, and chunks spread over the device
+    // (the first shape's axis 0 is split so that its partials are combined in a second kernel).
+    for (const auto& [shape, axis] : {std::pair{Shape{4000, 37}, 0},
+                                      {Shape{3, 5}, 0},
+                                      {Shape{6, 700, 33}, 1},
+                                      {Shape{2, 9, 1, 4}, 1},
+                                      {Shape{257, 3, 65}, 0}}) {
+      CAPTURE(shape.to_string());
+      CAPTURE(axis);
+      const auto n = static_cast<std::size_t>(shape.num_elements());
+      auto host = sample<float>(shape.num_elements(), 11);
+      host[n / 3] = 1e6f;  // a unique maximum for argmax in one column
+      DeviceBuffer<float> in(host);
+      REQUIRE(ops::reduces_dense_columns(view(in.data(), shape), axis));
+      const Shape reduced = shape.without_axis(axis);
+      const auto count = static_cast<std::size_t>(reduced.num_elements());
+      for (auto op : {ops::ReduceOp::sum, ops::ReduceOp::mean, ops::ReduceOp::max,
+                      ops::ReduceOp::min, ops::ReduceOp::norm, ops::ReduceOp::argmax}) {
+        CAPTURE(ops::op_name(op));
+        const tandem::LaunchCounts before = tandem::launch_counts();
+        if (op == ops::ReduceOp::argmax) {
+          DeviceBuffer<std::int64_t> out(count);
+          std::vector<std::int64_t> expected(count);
+          ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
+                                 compute_stream());
+          ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
+          CHECK(out.read() == expected);
+        } else {
+          DeviceBuffer<float> out(count);
+          std::vector<float> expected(count);
+          ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
+                                 compute_stream());
+          ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
+          check_close(out.read(), expected, 1e-5);
+        }
+        // What sim counts for the same call (common/reduce_plan.h).
+        const tandem::LaunchCounts made = tandem::launch_counts() - before;
+        const tandem::LaunchCounts planned = ops::reduce_axis_launches(
+            view(in.data(), shape), axis, view(static_cast<float*>(nullptr), reduced));
+        CHECK(made.kernels == planned.kernels);
+        CHECK(made.library_calls == planned.library_calls);
+      }
+    }
+    // Into a strided output (every other element of a buffer): the finishing kernel's indexer.
+    const Shape shape{300, 8};
+    auto host = sample<double>(300 * 8, 12);
+    DeviceBuffer<double> in(host), out(16);
+    std::vector<double> expected(16, 0.0);
+    const ArrayView out_view{out.data(), DType::float64, Shape{8}, {2}};
+    const ArrayView expected_view{expected.data(), DType::float64, Shape{8}, {2}};
+    ops::cuda::reduce_axis(ops::ReduceOp::sum, view(in.data(), shape), 0, out_view,
+                           compute_stream());
+    ops::cpu::reduce_axis(ops::ReduceOp::sum, view(host.data(), shape), 0, expected_view);
+    check_close(out.read(), expected, 1e-12);
+  }
+
+  TEST_CASE("a dense whole-array reduction read through its pointer matches the CPU") {
+    if (!have_cuda("reduce dense")) return;
+    const std::int64_t n = 4'000'003;  // not a multiple of CUB's vector width
+    auto host = sample<float>(n, 13);
+    DeviceBuffer<float> in(host);
+    for (auto op :
+         {ops::ReduceOp::sum, ops::ReduceOp::mean, ops::ReduceOp::max, ops::ReduceOp::min}) {
+      CAPTURE(ops::op_name(op));
+      DeviceBuffer<float> out(1);
+      float expected = 0;
+      ops::cuda::reduce_all(op, view(in.data(), Shape{n}), view(out.data(), Shape{}),
+                            compute_stream());
+      ops::cpu::reduce_all(op, view(host.data(), Shape{n}), view(&expected, Shape{}));
+      check_close(out.read(), {expected}, 1e-5);
+    }
+    std::vector<std::int32_t> ints(1000, 2147483647);
+    DeviceBuffer<std::int32_t> i_in(ints), i_out(1);
+    std::int32_t i_expected = 0;
+    ops::cuda::reduce_all(ops::ReduceOp::sum, view(i_in.data(), Shape{1000}),
+                          view(i_out.data(), Shape{}), compute_stream());
+    ops::cpu::reduce_all(ops::ReduceOp::sum, view(ints.data(), Shape{1000}),
+                         view(&i_expected, Shape{}));
+    CHECK(i_out.read()[0] == i_expected);  // wraps as on the CPU
+  }
+
+  TEST_CASE("softmax, its gradient and softmax cross entropy match the CPU at every row length") {
+    if (!have_cuda("softmax")) return;
+    // A warp's row in 1, 2, ... 32 values per lane, its edges, and rows a block takes (> 1024).
+    for (const std::int64_t classes : {1, 7, 32, 33, 100, 1000, 1024, 1025, 3000}) {
+      for (const std::int64_t rows : {1, 5, 300}) {
+        CAPTURE(classes);
+        CAPTURE(rows);
+        const Shape shape{rows, classes};
+        const auto n = static_cast<std::size_t>(rows * classes);
+        auto x_host = sample<double>(rows * classes, 14, -20.0, 20.0);
+        auto dy_host = sample<double>(rows * classes, 15);
+        DeviceBuffer<double> x(x_host), dy(dy_host), y(n), dx(n);
+        std::vector<double> y_cpu(n), dx_cpu(n);
+        for (const bool log : {false, true}) {
+          CAPTURE(log);
+          ops::cuda::softmax_rows(view(x.data(), shape), view(y.data(), shape), log,
+                                  compute_stream());
+          ops::cpu::softmax_rows(view(x_host.data(), shape), view(y_cpu.data(), shape), log);
+          check_close(y.read(), y_cpu, 1e-12);
+          ops::cuda::softmax_rows_backward(view(y.data(), shape), view(dy.data(), shape),
+                                           view(dx.data(), shape), log, compute_stream());
+          ops::cpu::softmax_rows_backward(view(y_cpu.data(), shape), view(dy_host.data(), shape),
+                                          view(dx_cpu.data(), shape), log);
+          check_close(dx.read(), dx_cpu, 1e-9);
+        }
+        // Labels in range, and one out of range (loss and gradient 0) in every fifth row.
+        std::vector<std::int32_t> labels_host(static_cast<std::size_t>(rows));
+        for (std::int64_t r = 0; r < rows; ++r) {
+          labels_host[static_cast<std::size_t>(r)] =
+              r % 5 == 4 ? -1 : static_cast<std::int32_t>((r * 7) % classes);
+        }
+        DeviceBuffer<std::int32_t> labels(labels_host);
+        std::vector<double> head_host{1.0};
+        DeviceBuffer<double> loss(static_cast<std::size_t>(rows)), p(n), head(head_host), d(n);
+        std::vector<double> loss_cpu(static_cast<std::size_t>(rows)), p_cpu(n), d_cpu(n);
+        const Shape label_shape{rows};
+        ops::cuda::softmax_cross_entropy_rows(
+            view(x.data(), shape), view(labels.data(), label_shape), view(loss.data(), label_shape),
+            view(p.data(), shape), compute_stream());
+        ops::cpu::softmax_cross_entropy_rows(
+            view(x_host.data(), shape), view(labels_host.data(), label_shape),
+            view(loss_cpu.data(), label_shape), view(p_cpu.data(), shape));
+        check_close(loss.read(), loss_cpu, 1e-12);
+        check_close(p.read(), p_cpu, 1e-12);
+        ops::cuda::softmax_cross_entropy_backward(
+            view(p.data(), shape), view(labels.data(), label_shape), view(head.data(), Shape{}),
+            view(d.data(), shape), compute_stream());
+        ops::cpu::softmax_cross_entropy_backward(
+            view(p_cpu.data(), shape), view(labels_host.data(), label_shape),
+            view(head_host.data(), Shape{}), view(d_cpu.data(), shape));
+        check_close(d.read(), d_cpu, 1e-12);
+      }
+    }
+    // A NaN anywhere in a row makes the whole row NaN, in both paths; float32 rows too.
+    for (const std::int64_t classes : {40, 2000}) {
+      CAPTURE(classes);
+      const Shape shape{3, classes};
+      const auto n = static_cast<std::size_t>(3 * classes);
+      auto x_host = sample<float>(3 * classes, 16);
+      x_host[static_cast<std::size_t>(classes + 5)] = NAN;  // row 1
+      DeviceBuffer<float> x(x_host), y(n);
+      std::vector<float> y_cpu(n);
+      ops::cuda::softmax_rows(view(x.data(), shape), view(y.data(), shape), false,
+                              compute_stream());
+      ops::cpu::softmax_rows(view(x_host.data(), shape), view(y_cpu.data(), shape), false);
+      check_close(y.read(), y_cpu, 1e-5);
+    }
   }
 
   TEST_CASE("random draws give the CPU's values for the same seed and counter") {

@@ -48,7 +48,7 @@ struct AdamStep {
 // kernel launches and library calls the CUDA kernel makes, which sim counts for the profiler) are
 // expanded in ops/src/host_stream_kernels.cc only (its helpers: pass_cost, elementwise_cost,
 // conv_cost, pool_cost, gemm_work, random_blocks, one_launch, division_launches, gemm_launches,
-// reduce_launches, conv_launches, batch_norm_launches).
+// reduce_launches, reduce_axis_launches, conv_launches, batch_norm_launches).
 // A new family is a row here, its CPU and CUDA kernels, and the front-end op that pushes it.
 //
 // Every kernel takes the op's stream first (not listed in `parameters`).
@@ -108,7 +108,7 @@ struct AdamStep {
     op_name(op), pass_cost(in, 1, 1.0), void(), reduce_launches(1))                                \
   X(void, reduce_axis, (ReduceOp op, const ArrayView& in, int axis, const ArrayView& out),         \
     (op, in, axis, out), op_name(op), pass_cost(in, 1, 1.0), void(),                               \
-    reduce_launches(out.num_elements()))                                                           \
+    reduce_axis_launches(in, axis, out))                                                           \
   /* c = a . b for 2-d views, or c += a . b when `accumulate` (BLAS's beta = 1: the product */     \
   /* is added into c as it is formed, with no temporary of c's size). */                           \
   X(void, gemm, (const ArrayView& a, const ArrayView& b, const ArrayView& c, bool accumulate),     \

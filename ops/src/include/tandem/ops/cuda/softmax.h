@@ -1,7 +1,7 @@
 // Softmax, log-softmax and softmax cross entropy over the rows of dense rows x classes views on
-// a gpu(i), the gpu(i) form of tandem/ops/cpu/softmax.h (same conventions): one block per row,
-// its threads striding over the classes and reducing in shared memory. `stream` must be a
-// gpu(i) compute stream.
+// a gpu(i), the gpu(i) form of tandem/ops/cpu/softmax.h (same conventions): a warp per row of
+// up to 1024 classes (held in registers, reduced with shuffles), a block per longer row. `stream`
+// must be a gpu(i) compute stream.
 #pragma once
 
 #include "tandem/accel/stream.h"
