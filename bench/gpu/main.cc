@@ -3,11 +3,15 @@
 //
 //   bench_gpu [--quick] [--profile DIR] --out PATH.json
 //
-// Writes a JSON list of records {"workload", "system": "tandem" | "tandem_cpu", "value", "unit",
-// "higher_is_better", "detail", "rounds", "device"}, each value the median of 3 rounds:
+// Writes a JSON list of records {"workload", "system": "tandem" | "tandem_cpu", "value",
+// "round_values", "unit", "higher_is_better", "detail", "rounds", "device"}, each value the
+// median of 3 rounds (round_values: each round's, in order):
 //   add_n1_async, add_n1_wait     y = y + 1 on one element, 1000 dependent ops (us per op),
 //                                 waiting once at the end or after every op
 //   add_4M_async/sync, add_64M_async/sync   y = x + 1 at 4e6 and 64 M float32 (GB/s moved)
+//   bcast_add_, sum_, mean_, sum_rows_, sum_cols_, softmax_ 4M and 64M   x + row, x.sum(),
+//                                 x.mean(), x.sum(-1), x.sum(0), softmax(x, -1) on 4000 x 1000
+//                                 and 65536 x 1024 float32 matrices (GB/s read and written)
 //   dot_1024, dot_4096, dot_8192  square float32 products (TFLOP/s)
 //   h2d/d2h_pageable/pinned       1 GiB copies (256 MiB with --quick) (GB/s)
 //   conv_fwd, conv_bwd_data, conv_bwd_weight   batch 256, 64 -> 64 channels, 3x3, 28x28 (ms)

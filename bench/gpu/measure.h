@@ -1,5 +1,5 @@
 // What the gpu suite's workloads share: a record per (workload, system) with the median of
-// rounds, and the device's name.
+// rounds and every round's value, and the device's name.
 #pragma once
 
 #include <tandem/tandem.h>
@@ -41,21 +41,32 @@ inline double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// The median of kRounds calls of `round` (each returns the round's value).
+// A workload's rounds: their values in the order they ran, and the median the record holds.
+// The rounds show what one run's median hides: a figure that moves from one call to the next
+// (issue 22 saw dot at 1024 run at 3 to 19 TFLOP/s).
+struct Measured {
+  double value = 0;
+  std::vector<double> rounds;
+};
+
+// kRounds calls of `round` (each returns the round's value).
 template <class Round>
-double median_of_rounds(Round&& round) {
-  std::vector<double> values;
-  for (int i = 0; i < kRounds; ++i) values.push_back(round());
-  return median(values);
+Measured median_of_rounds(Round&& round) {
+  Measured measured;
+  for (int i = 0; i < kRounds; ++i) measured.rounds.push_back(round());
+  measured.value = median(measured.rounds);
+  return measured;
 }
 
-// One record: `value` in `unit`; `higher_is_better` for rates (GB/s, TFLOP/s), false for times.
+// One record: the median in `unit` and each round's value; `higher_is_better` for rates (GB/s,
+// TFLOP/s), false for times.
 inline nlohmann::json gpu_record(const std::string& workload, const std::string& system,
-                                 double value, const std::string& unit, bool higher_is_better,
-                                 const std::string& detail) {
+                                 const Measured& measured, const std::string& unit,
+                                 bool higher_is_better, const std::string& detail) {
   return {{"workload", workload},
           {"system", system},
-          {"value", value},
+          {"value", measured.value},
+          {"round_values", measured.rounds},
           {"unit", unit},
           {"higher_is_better", higher_is_better},
           {"detail", detail},

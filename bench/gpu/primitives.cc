@@ -1,5 +1,6 @@
 // The gpu suite's single-op workloads: dispatch of tiny ops, element-wise bandwidth async and
-// sync, dot, 1 GiB copies pageable and pinned, the ResNet-sized convolution and its gradients.
+// sync, broadcast, reductions and softmax at memory speed, dot, 1 GiB copies pageable and
+// pinned, the ResNet-sized convolution and its gradients.
 #include <cstdio>
 #include <string>
 #include <tuple>
@@ -37,6 +38,41 @@ double add_bandwidth_gbps(std::int64_t n, int repeats, bool sync) {
   }
   nd::waitall();
   return 2.0 * 4.0 * static_cast<double>(n) * repeats / seconds_since(start) / 1e9;
+}
+
+// Issue 22's item 1 beyond y = x + 1, on a rows x cols float32 matrix: the bytes each call
+// must move (elements read and written; the bias row and the reduced outputs are small enough
+// to leave out), divided by the time: GB/s.
+enum class MemoryKernel { broadcast_add, sum, mean, sum_rows, sum_columns, softmax };
+
+double memory_kernel_gbps(MemoryKernel kernel, std::int64_t rows, std::int64_t cols, int repeats) {
+  const nd::NDArray x = nd::random::uniform({rows, cols}, target().device);
+  const nd::NDArray bias = nd::random::uniform({cols}, target().device);
+  auto call = [&] {
+    switch (kernel) {
+      case MemoryKernel::broadcast_add:
+        return x + bias;
+      case MemoryKernel::sum:
+        return x.sum();
+      case MemoryKernel::mean:
+        return x.mean();
+      case MemoryKernel::sum_rows:
+        return x.sum(-1);
+      case MemoryKernel::sum_columns:
+        return x.sum(0);
+      case MemoryKernel::softmax:
+        return nd::softmax(x, -1);
+    }
+    return nd::NDArray();
+  };
+  call().wait_to_read();  // warm-up: scratch, pool blocks
+  const bool writes = kernel == MemoryKernel::broadcast_add || kernel == MemoryKernel::softmax;
+  const auto start = std::chrono::steady_clock::now();
+  nd::NDArray out;
+  for (int i = 0; i < repeats; ++i) out = call();
+  nd::waitall();
+  const double bytes = (writes ? 8.0 : 4.0) * static_cast<double>(rows * cols);
+  return bytes * repeats / seconds_since(start) / 1e9;
 }
 
 double dot_tflops(std::int64_t n, int repeats) {
@@ -110,11 +146,11 @@ double conv_ms(ConvPass pass, int repeats) {
 }  // namespace
 
 void run_primitives(bool quick, Records& records) {
-  auto add = [&](const std::string& workload, double value, const char* unit, bool higher,
-                 const std::string& detail) {
-    std::printf("  %-22s %12.3f %s\n", workload.c_str(), value, unit);
+  auto add = [&](const std::string& workload, const Measured& measured, const char* unit,
+                 bool higher, const std::string& detail) {
+    std::printf("  %-22s %12.3f %s\n", workload.c_str(), measured.value, unit);
     std::fflush(stdout);
-    records.push_back(gpu_record(workload, "tandem", value, unit, higher, detail));
+    records.push_back(gpu_record(workload, "tandem", measured, unit, higher, detail));
   };
   const int ops = 1000;
   add("add_n1_async", median_of_rounds([&] { return tiny_ops_us(ops, false); }), "us/op", false,
@@ -129,6 +165,26 @@ void run_primitives(bool quick, Records& records) {
           }),
           "GB/s", true,
           std::string("y = x + 1, float32, ") + (sync ? "wait_to_read after each" : "one wait"));
+    }
+  }
+  // 4e6 and 64 M elements, as rows of about a thousand classes.
+  for (const auto& [name, rows, cols, repeats] :
+       {std::tuple{"4M", std::int64_t{4000}, std::int64_t{1000}, 200},
+        {"64M", std::int64_t{65536}, std::int64_t{1024}, 20}}) {
+    for (const auto& [kernel_name, kernel, what] :
+         {std::tuple{"bcast_add", MemoryKernel::broadcast_add, "x + b, b one row (cols)"},
+          {"sum", MemoryKernel::sum, "x.sum(), all elements"},
+          {"mean", MemoryKernel::mean, "x.mean(), all elements"},
+          {"sum_rows", MemoryKernel::sum_rows, "x.sum(-1), one sum per row"},
+          {"sum_cols", MemoryKernel::sum_columns, "x.sum(0), one sum per column"},
+          {"softmax", MemoryKernel::softmax, "softmax(x, -1)"}}) {
+      add(std::string(kernel_name) + "_" + name, median_of_rounds([&] {
+            return memory_kernel_gbps(kernel, sized(rows, 256), sized(cols, 8),
+                                      quick ? repeats / 4 : repeats);
+          }),
+          "GB/s", true,
+          std::string(what) + ", " + std::to_string(rows) + " x " + std::to_string(cols) +
+              " float32");
     }
   }
   for (const auto& [n, repeats] : {std::pair{1024, 200}, {4096, 20}, {8192, 4}}) {

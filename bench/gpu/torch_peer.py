@@ -20,7 +20,8 @@ SAMPLES = 1437  # the digits' training split, as bench_gpu
 
 
 def median_of_rounds(round_fn):
-    return statistics.median(round_fn() for _ in range(ROUNDS))
+    """Every round's value, in the order they ran (add() records them and their median)."""
+    return [round_fn() for _ in range(ROUNDS)]
 
 
 def peer_records(quick):
@@ -36,11 +37,13 @@ def peer_records(quick):
     name = torch.cuda.get_device_name(0)
     records = []
 
-    def add(workload, value, unit, higher, detail):
+    def add(workload, rounds, unit, higher, detail):
+        value = statistics.median(rounds)
         print(f"  {workload:22s} {value:12.3f} {unit}", flush=True)
-        records.append({"workload": workload, "system": "pytorch", "value": value, "unit": unit,
-                        "higher_is_better": higher, "detail": detail, "rounds": ROUNDS,
-                        "device": name, "torch": torch.__version__})
+        records.append({"workload": workload, "system": "pytorch", "value": value,
+                        "round_values": rounds, "unit": unit, "higher_is_better": higher,
+                        "detail": detail, "rounds": ROUNDS, "device": name,
+                        "torch": torch.__version__})
 
     def tiny_ops_us(ops, wait_each):
         y = torch.zeros(1, device=dev)
@@ -64,6 +67,31 @@ def peer_records(quick):
                 sync()
         sync()
         return 8.0 * n * repeats / (time.perf_counter() - start) / 1e9
+
+    # bench_gpu's memory_kernel_gbps: the bytes each call must move (elements read, and written
+    # for x + b and softmax) over the time.
+    memory_kernels = {
+        "bcast_add": (lambda x, b: x + b, True),
+        "sum": (lambda x, b: x.sum(), False),
+        "mean": (lambda x, b: x.mean(), False),
+        "sum_rows": (lambda x, b: x.sum(-1), False),
+        "sum_cols": (lambda x, b: x.sum(0), False),
+        "softmax": (lambda x, b: torch.softmax(x, -1), True),
+    }
+
+    def memory_kernel_gbps(kernel, rows, cols, repeats):
+        call, writes = memory_kernels[kernel]
+        x = torch.rand(rows, cols, device=dev)
+        b = torch.rand(cols, device=dev)
+        call(x, b)
+        sync()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            out = call(x, b)
+        sync()
+        del out
+        seconds = time.perf_counter() - start
+        return (8.0 if writes else 4.0) * rows * cols * repeats / seconds / 1e9
 
     def dot_tflops(n, repeats):
         a = torch.rand(n, n, device=dev)
@@ -125,6 +153,12 @@ def peer_records(quick):
             add(f"add_{label}_{'sync' if wait_each else 'async'}",
                 median_of_rounds(lambda: add_gbps(n, reps, wait_each)), "GB/s", True,
                 "y = x + 1, float32")
+    for label, rows, cols, repeats in (("4M", 4000, 1000, 200), ("64M", 65536, 1024, 20)):
+        for kernel in memory_kernels:
+            reps = repeats // 4 if quick else repeats
+            add(f"{kernel}_{label}",
+                median_of_rounds(lambda: memory_kernel_gbps(kernel, rows, cols, reps)), "GB/s",
+                True, f"{rows} x {cols} float32")
     for n, repeats in ((1024, 200), (4096, 20), (8192, 4)):
         add(f"dot_{n}", median_of_rounds(lambda: dot_tflops(n, repeats)), "TFLOP/s", True,
             "float32, TF32 off")

@@ -128,11 +128,11 @@ void profile_training(const std::string& dir) {
 }
 
 void run_training(bool quick, Records& records) {
-  auto add = [&](const std::string& workload, const char* system, double value, const char* unit,
-                 const std::string& detail) {
-    std::printf("  %-22s %-10s %12.3f %s\n", workload.c_str(), system, value, unit);
+  auto add = [&](const std::string& workload, const char* system, const Measured& measured,
+                 const char* unit, const std::string& detail) {
+    std::printf("  %-22s %-10s %12.3f %s\n", workload.c_str(), system, measured.value, unit);
     std::fflush(stdout);
-    records.push_back(gpu_record(workload, system, value, unit, false, detail));
+    records.push_back(gpu_record(workload, system, measured, unit, false, detail));
   };
   const std::string lenet = "lenet_bn, batch 64, 1437 8x8 images, SGD";
   const int epochs = quick ? 1 : 3;
