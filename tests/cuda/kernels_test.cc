@@ -56,6 +56,29 @@ void check_close(const std::vector<T>& gpu, const std::vector<T>& cpu, double to
   }
 }
 
+// reduce_axis of float32 `host` (on the device: `in`) along `axis`, gpu against cpu: argmax
+// exactly, the others within rounding.
+void check_reduce_axis(ops::ReduceOp op, const DeviceBuffer<float>& in, std::vector<float>& host,
+                       const Shape& shape, int axis) {
+  const Shape reduced = shape.without_axis(axis);
+  const auto count = static_cast<std::size_t>(reduced.num_elements());
+  if (op == ops::ReduceOp::argmax) {
+    DeviceBuffer<std::int64_t> out(count);
+    std::vector<std::int64_t> expected(count);
+    ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
+                           compute_stream());
+    ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
+    CHECK(out.read() == expected);
+  } else {
+    DeviceBuffer<float> out(count);
+    std::vector<float> expected(count);
+    ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
+                           compute_stream());
+    ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
+    check_close(out.read(), expected, 1e-5);
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("cuda.kernels") {
@@ -270,23 +293,7 @@ TEST_SUITE("cuda.kernels") {
       }
       for (int axis = 0; axis < 3; ++axis) {
         CAPTURE(axis);
-        const Shape reduced = shape.without_axis(axis);
-        const auto count = static_cast<std::size_t>(reduced.num_elements());
-        if (arg) {
-          DeviceBuffer<std::int64_t> out(count);
-          std::vector<std::int64_t> expected(count);
-          ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
-                                 compute_stream());
-          ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
-          CHECK(out.read() == expected);
-        } else {
-          DeviceBuffer<float> out(count);
-          std::vector<float> expected(count);
-          ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
-                                 compute_stream());
-          ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
-          check_close(out.read(), expected, 1e-5);
-        }
+        check_reduce_axis(op, in, host, shape, axis);
       }
     }
     // Integer sums wrap identically; NaN propagates through max; argmax picks the first NaN.
@@ -326,26 +333,11 @@ TEST_SUITE("cuda.kernels") {
       DeviceBuffer<float> in(host);
       REQUIRE(ops::reduces_dense_columns(view(in.data(), shape), axis));
       const Shape reduced = shape.without_axis(axis);
-      const auto count = static_cast<std::size_t>(reduced.num_elements());
       for (auto op : {ops::ReduceOp::sum, ops::ReduceOp::mean, ops::ReduceOp::max,
                       ops::ReduceOp::min, ops::ReduceOp::norm, ops::ReduceOp::argmax}) {
         CAPTURE(ops::op_name(op));
         const tandem::LaunchCounts before = tandem::launch_counts();
-        if (op == ops::ReduceOp::argmax) {
-          DeviceBuffer<std::int64_t> out(count);
-          std::vector<std::int64_t> expected(count);
-          ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
-                                 compute_stream());
-          ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
-          CHECK(out.read() == expected);
-        } else {
-          DeviceBuffer<float> out(count);
-          std::vector<float> expected(count);
-          ops::cuda::reduce_axis(op, view(in.data(), shape), axis, view(out.data(), reduced),
-                                 compute_stream());
-          ops::cpu::reduce_axis(op, view(host.data(), shape), axis, view(expected.data(), reduced));
-          check_close(out.read(), expected, 1e-5);
-        }
+        check_reduce_axis(op, in, host, shape, axis);
         // What sim counts for the same call (common/reduce_plan.h).
         const tandem::LaunchCounts made = tandem::launch_counts() - before;
         const tandem::LaunchCounts planned = ops::reduce_axis_launches(
