@@ -1,7 +1,8 @@
 // The launch counters (tandem/launch_counters.h) as sim's kernels bump them: the launches the
 // CUDA kernels make for the same op, so that CI pins down the GPU's launch structure without a
-// GPU. A convolution's launches do not grow with the batch; the profiler records each op's
-// counts and sums them per op name; an op's device allocations are the pool's misses.
+// GPU. A convolution's launches do not grow with the batch; a reduction along an axis counts the
+// CUDA path it would take; the profiler records each op's counts and sums them per op name; an
+// op's device allocations are the pool's misses.
 #include <doctest/doctest.h>
 
 #include <tandem/accel/accelerator.h>
@@ -15,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "common/conv_launches.h"  // ops/src: the launch plan the CUDA kernels share
+#include "common/conv_launches.h"  // ops/src: the launch plans the CUDA kernels share
+#include "common/reduce_plan.h"
 
 namespace ops = tandem::ops;
 using tandem::LaunchCounts;
@@ -133,6 +135,32 @@ TEST_SUITE("ops.launch_counts") {
     CHECK(ops::conv_launches(g, ops::ConvPass::backward_weight, sizeof(float), false, 1) ==
           LaunchCounts{1, 0, 0});  // dW = 0: one memset
     CHECK(ops::conv_launches(g, ops::ConvPass::forward, sizeof(float), true, 0) == LaunchCounts{});
+  }
+
+  TEST_CASE("a reduction along an axis counts the launches of the CUDA path it would take") {
+    // common/reduce_plan.h: a dense input reduced along an axis with elements after it takes
+    // the columns kernel (two kernels); the last axis, and any strided view, a CUB segmented
+    // reduce and a finishing kernel.
+    std::vector<float> data(4 * 5 * 6, 1.0f), out(5 * 6);  // the largest result: axis 0
+    tandem::Stream& stream = tandem::accelerator(tandem::sim(0)).stream(tandem::Queue::compute);
+    const ops::Kernels& k = ops::host_stream_kernels();
+    const auto counted = [&](const ops::ArrayView& in, int axis) {
+      const ops::ArrayView reduced =
+          ops::contiguous_view(out.data(), ops::DType::float32, in.shape.without_axis(axis));
+      const LaunchCounts before = tandem::launch_counts();
+      k.reduce_axis(&stream, ops::ReduceOp::sum, in, axis, reduced);
+      const LaunchCounts made = tandem::launch_counts() - before;
+      stream.synchronize();
+      return made;
+    };
+    const auto dense = ops::contiguous_view(data.data(), ops::DType::float32, ops::Shape{4, 5, 6});
+    CHECK(counted(dense, 0) == LaunchCounts{2, 0, 0});
+    CHECK(counted(dense, 1) == LaunchCounts{2, 0, 0});
+    CHECK(counted(dense, 2) == LaunchCounts{1, 1, 0});
+    // The 4 x 6 view of every fifth row: not one gap-free run.
+    const ops::ArrayView rows{data.data(), ops::DType::float32, ops::Shape{4, 6}, {30, 1}};
+    CHECK(counted(rows, 0) == LaunchCounts{1, 1, 0});
+    CHECK(counted(dense, 0) == ops::reduce_axis_launches(dense, 0, dense));
   }
 
   TEST_CASE("the profiler records each op's launches and sums them per op name") {
