@@ -24,10 +24,18 @@ struct AxisSplit {
 
 inline AxisSplit split_at_axis(const Shape& shape, int axis) {
   AxisSplit split;
-  for (int d = 0; d < shape.ndim(); ++d) {
-    if (d < axis) split.outer *= shape[d];
-    if (d == axis) split.length = shape[d];
-    if (d > axis) split.inner *= shape[d];
+  int d = 0;
+  // Over the extents rather than shape[d]: GCC 12 at -O2 with -fsanitize=address warns
+  // (-Warray-bounds, a false positive) about the indexed form.
+  for (const std::int64_t extent : shape) {
+    if (d < axis) {
+      split.outer *= extent;
+    } else if (d == axis) {
+      split.length = extent;
+    } else {
+      split.inner *= extent;
+    }
+    ++d;
   }
   return split;
 }
