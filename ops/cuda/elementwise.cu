@@ -139,7 +139,8 @@ __global__ void binary_strided_kernel(F f, const T* a, const T* b, T* out,
 // A layout of two dimensions (rows x cols after make_layout merged what it could: a matrix plus
 // a broadcast row or column, a transposed or sliced operand): blockIdx.y walks the rows and a
 // row of threads the columns, so no flat index is divided into coordinates (a 64-bit division
-// per element made the strided kernel compute-bound on a broadcast add).
+// per element can make the strided kernel compute-bound on a broadcast add: an estimate from
+// instruction counts, not measured on a GPU).
 template <class T, class F>
 __global__ void binary_2d_kernel(F f, const T* a, const T* b, T* out, StridedIndexer<3> indexer) {
   const std::int64_t rows = indexer.shape[0], cols = indexer.shape[1];

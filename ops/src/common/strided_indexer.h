@@ -3,11 +3,11 @@
 // kernels' addressing for views that are not one gap-free run (ops/cuda/launch.cuh).
 //
 // Turning a flat index into coordinates takes a division per dimension. A 64-bit division is a
-// software routine of dozens of instructions on a GPU, enough to make a memory-bound kernel
-// compute-bound; when every flat index fits in 31 bits (arrays of up to 2^31 - 1 elements: all
-// but the largest) each division is a FastDivider's multiply-high, add and shift instead, with the
-// divisor's constants computed once on the host. Plain C++ as well, so the host tests check it
-// (tests/ops/strided_indexer_test.cc).
+// software routine of dozens of instructions on a GPU, by instruction count enough to make a
+// memory-bound kernel compute-bound (not measured on a GPU); when every flat index fits in 31 bits
+// (arrays of up to 2^31 - 1 elements: all but the largest) each division is a FastDivider's
+// multiply-high, add and shift instead, with the divisor's constants computed once on the host.
+// Plain C++ as well, so the host tests check it (tests/ops/strided_indexer_test.cc).
 #pragma once
 
 #include <array>
