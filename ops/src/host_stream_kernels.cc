@@ -10,12 +10,14 @@
 // same counts on sim as on cuda and a test without a GPU can pin them down: one kernel for an
 // element-wise op, a CUB call and a finishing kernel for a reduction, a cuBLAS call for a
 // floating gemm (plus a copy per operand it must pack), for a reduction along an axis what
-// common/reduce_plan.h says, and for a convolution what common/conv_launches.h says.
+// common/reduce_plan.h says, and for a convolution what common/conv_launches.h says, and for a
+// grouped optimizer update what common/update_group_plan.h says.
 #include <string>
 
 #include "common/blas_operand.h"
 #include "common/conv_launches.h"
 #include "common/reduce_plan.h"
+#include "common/update_group_plan.h"
 #include "common/work_cost.h"
 #include "kernel_declarations.h"
 #include "tandem/accel/stream.h"
@@ -83,6 +85,22 @@ LaunchCounts reduce_launches(std::int64_t outputs) {
 
 WorkCost pass_cost(const ArrayView& view, int operands, double flops) {
   return elementwise_cost(view.num_elements(), view.dtype, operands, flops);
+}
+
+// A grouped update costs one pass over all its tensors' elements.
+WorkCost group_cost(const UpdateGroup& group, int operands, double flops) {
+  return elementwise_cost(group.elements(), group.dtype, operands, flops);
+}
+
+bool group_has_momentum(const UpdateGroup& group) {
+  for (const UpdateTensors& t : group.tensors) {
+    if (t.first_moment != nullptr) return true;
+  }
+  return false;
+}
+
+LaunchCounts group_launches(const UpdateGroup& group) {
+  return {update_group_tables(group), 0, 0};
 }
 
 // Philox rounds per value: a dozen multiplies and adds.

@@ -5,12 +5,15 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "common/reduce_plan.h"  // ops/src: which axis reductions take the columns kernel
+#include "common/reduce_plan.h"        // ops/src: which axis reductions take the columns kernel
+#include "common/update_group_plan.h"  // ops/src: the grouped update's launch tables
 #include "cuda_test_util.h"
+#include "kernel_declarations.h"  // ops/src: the grouped updates' cpu and cuda kernels
 #include "tandem/ops/cpu/copy.h"
 #include "tandem/ops/cpu/elementwise.h"
 #include "tandem/ops/cpu/gemm.h"
@@ -79,9 +82,77 @@ void check_reduce_axis(ops::ReduceOp op, const DeviceBuffer<float>& in, std::vec
   }
 }
 
+// A grouped optimizer update of tensors of `sizes` elements, on the GPU and on the CPU from
+// the same values: the same bits (the same operations per element, no FMA contraction), and
+// the launches the plan counts (what sim reports for the same call).
+template <class T>
+void check_update_group(const std::vector<std::int64_t>& sizes, int moments) {
+  CAPTURE(sizes.size());
+  CAPTURE(moments);
+  struct Tensor {
+    std::vector<T> host[4];  // weight, grad, first moment, second moment
+    std::unique_ptr<DeviceBuffer<T>> device[4];
+  };
+  std::vector<Tensor> tensors(sizes.size());
+  ops::UpdateGroup gpu_group{.dtype = ops::dtype_of<T>(), .tensors = {}};
+  ops::UpdateGroup cpu_group = gpu_group;
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    void* device_data[4] = {};
+    void* host_data[4] = {};
+    for (int a = 0; a < 2 + moments; ++a) {
+      std::vector<T>& host = tensors[t].host[a];
+      host = sample<T>(sizes[t], static_cast<unsigned>(t * 4 + a));
+      if (a == 3) {
+        for (T& v : host) v = std::abs(v);  // a variance
+      }
+      tensors[t].device[a] = std::make_unique<DeviceBuffer<T>>(host);
+      device_data[a] = tensors[t].device[a]->data();
+      host_data[a] = host.data();
+    }
+    gpu_group.tensors.push_back(
+        {device_data[0], device_data[1], device_data[2], device_data[3], sizes[t]});
+    cpu_group.tensors.push_back({host_data[0], host_data[1], host_data[2], host_data[3], sizes[t]});
+  }
+  const ops::AdamStep adam{.rescale = 1.0 / 64, .wd = 1e-3, .step_size = 1e-3};
+  const tandem::LaunchCounts before = tandem::launch_counts();
+  if (moments == 2) {
+    ops::cuda::adam_update_group(gpu_group, adam, compute_stream());
+    ops::cpu::adam_update_group(cpu_group, adam);
+  } else {
+    const double momentum = moments == 1 ? 0.9 : 0.0;
+    ops::cuda::sgd_update_group(gpu_group, 0.1 / 64, 1e-4, momentum, compute_stream());
+    ops::cpu::sgd_update_group(cpu_group, 0.1 / 64, 1e-4, momentum);
+  }
+  const tandem::LaunchCounts made = tandem::launch_counts() - before;
+  CHECK(made.kernels == ops::update_group_tables(gpu_group));
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    CAPTURE(t);
+    for (int a = 0; a < 2 + moments; ++a) {
+      if (a == 1) continue;  // the gradient is only read
+      CHECK(tensors[t].device[a]->read() == tensors[t].host[a]);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("cuda.kernels") {
+  TEST_CASE("grouped optimizer updates give the CPU's bits, one launch per table of the plan") {
+    if (!have_cuda("grouped optimizer updates")) return;
+    // LeNet-BN's parameters (one table); 40 tensors and an empty one (two tables, 32 tensors
+    // each at most); a tensor of 257 chunks between two small ones (a tensor split over tables).
+    const std::vector<std::int64_t> lenet{144, 16, 16, 16, 4608, 32, 32, 32, 5120, 10};
+    std::vector<std::int64_t> forty;
+    for (int i = 0; i < 40; ++i) forty.push_back(1 + 97 * i);
+    forty.push_back(0);
+    const std::vector<std::int64_t> long_one{7, 257 * ops::kUpdateChunk + 5, 3};
+    for (int moments : {0, 1, 2}) {
+      check_update_group<float>(lenet, moments);
+      check_update_group<double>(forty, moments);
+      check_update_group<float>(long_one, moments);
+    }
+  }
+
   TEST_CASE("copy converts dtypes and follows strides like the CPU; fill and arange match") {
     if (!have_cuda("copy")) return;
     const std::int64_t rows = 37, cols = 53;

@@ -63,6 +63,18 @@ Adam::Adam(double learning_rate, double beta1, double beta2, double epsilon, dou
               "a finite number > 0");
 }
 
+void Optimizer::update_all(long t, std::span<const ParameterUpdate> updates) const {
+  for (std::size_t i = 0; i < updates.size(); ++i) {
+    try {
+      update(t, *updates[i].weight, *updates[i].grad, *updates[i].state);
+    } catch (const nd::UpdateEntryError&) {
+      throw;
+    } catch (const Error& error) {
+      throw nd::UpdateEntryError(i, error.what());
+    }
+  }
+}
+
 nd::NDArray Optimizer::effective_grad(const nd::NDArray& weight, const nd::NDArray& grad) const {
   nd::NDArray g = rescale_grad_ == 1.0 ? grad : grad * rescale_grad_;
   if (wd_ != 0.0) g = g + weight * wd_;
@@ -89,22 +101,54 @@ void SGD::update(long /*t*/, nd::NDArray& weight, const nd::NDArray& grad,
   }
 }
 
+void SGD::update_all(long /*t*/, std::span<const ParameterUpdate> updates) const {
+  const nd::SgdUpdateOptions options{.learning_rate = learning_rate(),
+                                     .momentum = momentum_,
+                                     .wd = wd(),
+                                     .rescale_grad = rescale_grad()};
+  std::vector<nd::NDArray> weights, grads, momenta;
+  for (const ParameterUpdate& u : updates) {
+    weights.push_back(*u.weight);
+    grads.push_back(*u.grad);
+    if (momentum_ != 0.0) momenta.push_back(u.state->at(0));
+  }
+  if (momentum_ == 0.0) {
+    nd::multi_sgd_update(weights, grads, options);
+  } else {
+    nd::multi_sgd_mom_update(weights, grads, momenta, options);
+  }
+}
+
 std::vector<nd::NDArray> Adam::create_state(const nd::NDArray& weight) const {
   return {nd::zeros_like(weight), nd::zeros_like(weight)};
 }
 
-void Adam::update(long t, nd::NDArray& weight, const nd::NDArray& grad,
-                  std::vector<nd::NDArray>& state) const {
+nd::AdamUpdateOptions Adam::options_at(long t) const {
   const double steps = static_cast<double>(t);
   const double corrected_lr =
       learning_rate() * std::sqrt(1.0 - std::pow(beta2_, steps)) / (1.0 - std::pow(beta1_, steps));
-  nd::adam_update(weight, grad, state.at(0), state.at(1),
-                  {.learning_rate = corrected_lr,
-                   .beta1 = beta1_,
-                   .beta2 = beta2_,
-                   .epsilon = epsilon_,
-                   .wd = wd(),
-                   .rescale_grad = rescale_grad()});
+  return {.learning_rate = corrected_lr,
+          .beta1 = beta1_,
+          .beta2 = beta2_,
+          .epsilon = epsilon_,
+          .wd = wd(),
+          .rescale_grad = rescale_grad()};
+}
+
+void Adam::update(long t, nd::NDArray& weight, const nd::NDArray& grad,
+                  std::vector<nd::NDArray>& state) const {
+  nd::adam_update(weight, grad, state.at(0), state.at(1), options_at(t));
+}
+
+void Adam::update_all(long t, std::span<const ParameterUpdate> updates) const {
+  std::vector<nd::NDArray> weights, grads, means, variances;
+  for (const ParameterUpdate& u : updates) {
+    weights.push_back(*u.weight);
+    grads.push_back(*u.grad);
+    means.push_back(u.state->at(0));
+    variances.push_back(u.state->at(1));
+  }
+  nd::multi_adam_update(weights, grads, means, variances, options_at(t));
 }
 
 }  // namespace tandem::nn

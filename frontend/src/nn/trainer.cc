@@ -146,29 +146,46 @@ void Trainer::update_slots(std::int64_t batch_size, const std::vector<bool>& ski
   optimizer_->set_rescale_grad(1.0 / (static_cast<double>(batch_size) * processes));
   if (lr_scheduler_) optimizer_->set_learning_rate(lr_scheduler_->learning_rate(steps_));
   ++steps_;
+  // Every copy's update goes to the optimizer in one call (grouped ops, one per device and
+  // dtype); `weights` and `grads` hold the arrays the updates point to until it returns.
+  std::vector<std::vector<nd::NDArray>> weights, grads;
+  std::vector<ParameterUpdate> updates;
+  std::vector<const Parameter*> updated;  // the parameter of each update
+  std::vector<std::size_t> updated_slots;
   for (std::size_t s = 0; s < slots_.size(); ++s) {
     Slot& slot = slots_[s];
     if (skipped[s] || slot.parameter->grad_req() == GradReq::null) continue;
-    std::vector<nd::NDArray> weights = slot.parameter->list_data();
-    const std::vector<nd::NDArray> grads = slot.parameter->list_grad();
-    if (slot.states.size() != weights.size()) {
+    weights.push_back(slot.parameter->list_data());
+    grads.push_back(slot.parameter->list_grad());
+    updated_slots.push_back(s);
+    if (slot.states.size() != weights.back().size()) {
       slot.states.clear();
-      for (const nd::NDArray& weight : weights) {
+      for (const nd::NDArray& weight : weights.back()) {
         slot.states.push_back(optimizer_->create_state(weight));
       }
     }
-    for (std::size_t i = 0; i < weights.size(); ++i) {
-      check_state(*slot.parameter, weights[i], slot.states[i]);
-      try {
-        optimizer_->update(steps_, weights[i], grads[i], slot.states[i]);
-      } catch (const Error& error) {
-        throw Error(std::string(error.what()) + " (updating parameter '" + slot.parameter->name() +
-                    "' on " + to_string(weights[i].device()) + " with " + optimizer_->name() + ")");
-      }
+  }
+  for (std::size_t k = 0; k < updated_slots.size(); ++k) {
+    Slot& slot = slots_[updated_slots[k]];
+    for (std::size_t i = 0; i < weights[k].size(); ++i) {
+      check_state(*slot.parameter, weights[k][i], slot.states[i]);
+      updates.push_back({&weights[k][i], &grads[k][i], &slot.states[i]});
+      updated.push_back(slot.parameter.get());
     }
+  }
+  try {
+    optimizer_->update_all(steps_, updates);
+  } catch (const nd::UpdateEntryError& error) {
+    const std::size_t i = error.entry() < updates.size() ? error.entry() : 0;
+    throw Error(std::string(error.what()) + " (updating parameter '" + updated[i]->name() +
+                "' on " + to_string(updates[i].weight->device()) + " with " + optimizer_->name() +
+                ")");
+  }
+  for (std::size_t k = 0; k < updated_slots.size(); ++k) {
+    Slot& slot = slots_[updated_slots[k]];
     slot.seen_generation = slot.parameter->handles_generation();
-    slot.seen_deliveries.resize(weights.size());
-    for (std::size_t i = 0; i < weights.size(); ++i)
+    slot.seen_deliveries.resize(weights[k].size());
+    for (std::size_t i = 0; i < weights[k].size(); ++i)
       slot.seen_deliveries[i] = slot.parameter->gradient_deliveries(i);
   }
 }

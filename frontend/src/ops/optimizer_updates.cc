@@ -1,12 +1,23 @@
 // Optimizer updates in place: checks at the call, then one queued kernel (the sgd_update and
 // adam_update families), or the unfused element-wise ops when an operand is strided or overlaps
-// another one differently (the fused kernels take dense, disjoint arrays).
+// another one differently (the fused kernels take dense, disjoint arrays). The multi_ forms
+// group their entries by place and dtype and queue one grouped kernel (sgd_update_group,
+// adam_update_group) per group.
 #include "tandem/nd/optimizer_updates.h"
 
+#include <array>
+#include <functional>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <tuple>
+#include <unordered_set>
+#include <vector>
 
+#include "core/access.h"
 #include "core/checks.h"
+#include "core/kernels.h"
+#include "core/lazy_view.h"
 #include "core/modes.h"
 #include "core/view_op.h"
 #include "tandem/errors.h"
@@ -119,6 +130,263 @@ void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& v
                           [step](const ops::Kernels& k, Stream* s, const auto& v) {
                             k.adam_update(s, v[0], v[1], v[2], v[3], step);
                           });
+}
+
+namespace {
+
+// One entry of a multi_ update: the weight, its gradient and up to two state arrays.
+struct UpdateEntry {
+  NDArray* weight = nullptr;
+  const NDArray* grad = nullptr;
+  NDArray* first_moment = nullptr;   // momentum, or Adam's mean
+  NDArray* second_moment = nullptr;  // Adam's variance
+
+  std::vector<const NDArray*> arrays() const {
+    std::vector<const NDArray*> all{weight, grad};
+    if (first_moment != nullptr) all.push_back(first_moment);
+    if (second_moment != nullptr) all.push_back(second_moment);
+    return all;
+  }
+};
+
+// The entries that make one grouped op: one engine, device and dtype, no memory shared between
+// two entries.
+struct EntryGroup {
+  Engine* engine = nullptr;
+  Device device;
+  DType dtype = DType::float32;
+  std::vector<std::size_t> entries;
+  std::unordered_set<const detail::Storage*> storages;
+};
+
+const detail::Storage* storage_of(const NDArray& array) {
+  return detail::NDArrayAccess::storage(array).get();
+}
+
+// Checks every entry as the single-entry call would, naming the entry; nothing is queued yet.
+void check_entries(const char* op, const std::vector<UpdateEntry>& entries) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const UpdateEntry& e = entries[i];
+    try {
+      std::vector<const NDArray*> others = e.arrays();
+      others.erase(others.begin());
+      detail::check_defined(op, *e.weight);
+      detail::check_floating(op, e.weight->dtype());
+      for (const NDArray* other : others) {
+        detail::check_same_place(op, {e.weight, other});
+        detail::check_same_dtype(op, *e.weight, *other);
+        if (!(other->shape() == e.weight->shape())) {
+          throw Error(std::string("tandem: ") + op + ": every array must have the weight's shape " +
+                      e.weight->shape().to_string() + ", got " + other->shape().to_string());
+        }
+      }
+    } catch (const UpdateEntryError&) {
+      throw;
+    } catch (const Error& error) {
+      throw UpdateEntryError(i, std::string(error.what()) + " (entry " + std::to_string(i) +
+                                    " of " + std::to_string(entries.size()) + ")");
+    }
+  }
+}
+
+// Splits the entries into groups and singles (see the header: an entry that cannot join a
+// group, or touches memory of an earlier single, is a single).
+void plan_groups(const std::vector<UpdateEntry>& entries, std::vector<EntryGroup>& groups,
+                 std::vector<std::size_t>& singles) {
+  std::unordered_set<const detail::Storage*> single_storages;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const UpdateEntry& e = entries[i];
+    const std::vector<const NDArray*> arrays = e.arrays();
+    bool grouped = true;
+    for (const NDArray* a : arrays) {
+      if (!a->is_contiguous() || single_storages.count(storage_of(*a)) != 0) grouped = false;
+      for (const NDArray* b : arrays) {
+        if (a != b && detail::overlaps_differently(*a, *b)) grouped = false;
+      }
+    }
+    EntryGroup* group = nullptr;
+    if (grouped) {
+      Engine* engine = &e.weight->engine();
+      for (EntryGroup& g : groups) {
+        if (g.engine == engine && g.device == e.weight->device() && g.dtype == e.weight->dtype()) {
+          group = &g;
+        }
+      }
+      if (group != nullptr) {
+        for (const NDArray* a : arrays) {
+          if (group->storages.count(storage_of(*a)) != 0) grouped = false;
+        }
+      }
+    }
+    if (!grouped) {
+      singles.push_back(i);
+      for (const NDArray* a : arrays) single_storages.insert(storage_of(*a));
+      continue;
+    }
+    if (group == nullptr) {
+      groups.push_back({&e.weight->engine(), e.weight->device(), e.weight->dtype(), {}, {}});
+      group = &groups.back();
+    }
+    group->entries.push_back(i);
+    for (const NDArray* a : arrays) group->storages.insert(storage_of(*a));
+  }
+}
+
+// What a grouped op captures of one entry: its dense arrays, resolved when the op runs.
+struct EntryRefs {
+  detail::DenseRef weight, grad, first_moment, second_moment;
+  std::int64_t elements = 0;
+};
+
+detail::DenseRef optional_ref(const NDArray* array) {
+  return array != nullptr ? detail::dense_ref(*array) : detail::DenseRef{};
+}
+
+// Queues one op updating every entry of `group` with `kernel(kernels, stream, update_group)`.
+template <class Kernel>
+void push_group(const char* op, const std::vector<UpdateEntry>& entries, const EntryGroup& group,
+                Kernel kernel) {
+  auto refs = std::make_shared<std::vector<EntryRefs>>();
+  std::vector<Var> reads, writes;
+  for (std::size_t i : group.entries) {
+    const UpdateEntry& e = entries[i];
+    refs->push_back({detail::dense_ref(*e.weight), detail::dense_ref(*e.grad),
+                     optional_ref(e.first_moment), optional_ref(e.second_moment),
+                     e.weight->size()});
+    reads.push_back(e.grad->var());
+    writes.push_back(e.weight->var());
+    if (e.first_moment != nullptr) writes.push_back(e.first_moment->var());
+    if (e.second_moment != nullptr) writes.push_back(e.second_moment->var());
+  }
+  const DType dtype = group.dtype;
+  group.engine->push(
+      [refs = std::shared_ptr<const std::vector<EntryRefs>>(std::move(refs)), dtype,
+       kernel](RunContext& ctx) {
+        ops::UpdateGroup update{.dtype = dtype, .tensors = {}};
+        update.tensors.reserve(refs->size());
+        for (const EntryRefs& r : *refs) {
+          update.tensors.push_back(
+              {.weight = r.weight.resolve(),
+               .grad = r.grad.resolve(),
+               .first_moment =
+                   r.first_moment.storage != nullptr ? r.first_moment.resolve() : nullptr,
+               .second_moment =
+                   r.second_moment.storage != nullptr ? r.second_moment.resolve() : nullptr,
+               .elements = r.elements});
+        }
+        kernel(detail::kernels(ctx), ctx.stream(), update);
+      },
+      group.device, reads, writes, {.name = op});
+}
+
+// The multi_ updates' common path: check, tell the modes, plan, queue the groups (a group of one
+// entry as the single-entry op), then the singles in entry order.
+template <class Kernel>
+void multi_update(const char* op, const std::vector<UpdateEntry>& entries,
+                  const std::function<void(const UpdateEntry&)>& single, Kernel kernel) {
+  check_entries(op, entries);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const UpdateEntry& e = entries[i];
+    try {
+      if (e.first_moment != nullptr) detail::note_in_place_write(op, *e.first_moment, e.grad);
+      if (e.second_moment != nullptr) detail::note_in_place_write(op, *e.second_moment, e.grad);
+      detail::note_in_place_write(op, *e.weight,
+                                  e.first_moment != nullptr ? e.first_moment : e.grad);
+    } catch (const Error& error) {
+      throw UpdateEntryError(i, std::string(error.what()) + " (entry " + std::to_string(i) +
+                                    " of " + std::to_string(entries.size()) + ")");
+    }
+  }
+  std::vector<EntryGroup> groups;
+  std::vector<std::size_t> singles;
+  plan_groups(entries, groups, singles);
+  for (const EntryGroup& group : groups) {
+    if (group.entries.size() == 1) {
+      single(entries[group.entries.front()]);
+    } else {
+      push_group(op, entries, group, kernel);
+    }
+  }
+  for (std::size_t i : singles) single(entries[i]);
+}
+
+void check_lengths(const char* op,
+                   std::initializer_list<std::pair<const char*, std::size_t>> spans) {
+  const std::size_t n = spans.begin()->second;
+  for (const auto& [name, size] : spans) {
+    if (size == n) continue;
+    std::string sizes;
+    for (const auto& [other, count] : spans) {
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(count) + " " + other;
+    }
+    throw Error(std::string("tandem: ") + op + ": needs one array of each kind per entry, got " +
+                sizes);
+  }
+}
+
+}  // namespace
+
+void multi_sgd_update(std::span<NDArray> weights, std::span<const NDArray> grads,
+                      const SgdUpdateOptions& options) {
+  const char* op = "multi_sgd_update";
+  check_lengths(op, {{"weights", weights.size()}, {"gradients", grads.size()}});
+  std::vector<UpdateEntry> entries(weights.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) entries[i] = {&weights[i], &grads[i]};
+  const double grad_scale = options.learning_rate * options.rescale_grad;
+  const double decay = options.learning_rate * options.wd;
+  multi_update(
+      op, entries, [&](const UpdateEntry& e) { sgd_update(*e.weight, *e.grad, options); },
+      [grad_scale, decay](const ops::Kernels& k, Stream* s, const ops::UpdateGroup& group) {
+        k.sgd_update_group(s, group, grad_scale, decay, 0.0);
+      });
+}
+
+void multi_sgd_mom_update(std::span<NDArray> weights, std::span<const NDArray> grads,
+                          std::span<NDArray> momenta, const SgdUpdateOptions& options) {
+  const char* op = "multi_sgd_mom_update";
+  check_lengths(
+      op, {{"weights", weights.size()}, {"gradients", grads.size()}, {"momenta", momenta.size()}});
+  std::vector<UpdateEntry> entries(weights.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    entries[i] = {&weights[i], &grads[i], &momenta[i]};
+  }
+  const double grad_scale = options.learning_rate * options.rescale_grad;
+  const double decay = options.learning_rate * options.wd;
+  const double rate = options.momentum;
+  multi_update(
+      op, entries,
+      [&](const UpdateEntry& e) { sgd_mom_update(*e.weight, *e.grad, *e.first_moment, options); },
+      [grad_scale, decay, rate](const ops::Kernels& k, Stream* s, const ops::UpdateGroup& group) {
+        k.sgd_update_group(s, group, grad_scale, decay, rate);
+      });
+}
+
+void multi_adam_update(std::span<NDArray> weights, std::span<const NDArray> grads,
+                       std::span<NDArray> means, std::span<NDArray> vars,
+                       const AdamUpdateOptions& options) {
+  const char* op = "multi_adam_update";
+  check_lengths(op, {{"weights", weights.size()},
+                     {"gradients", grads.size()},
+                     {"means", means.size()},
+                     {"variances", vars.size()}});
+  std::vector<UpdateEntry> entries(weights.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    entries[i] = {&weights[i], &grads[i], &means[i], &vars[i]};
+  }
+  const ops::AdamStep step{.rescale = options.rescale_grad,
+                           .wd = options.wd,
+                           .beta1 = options.beta1,
+                           .beta2 = options.beta2,
+                           .epsilon = options.epsilon,
+                           .step_size = options.learning_rate};
+  multi_update(
+      op, entries,
+      [&](const UpdateEntry& e) {
+        adam_update(*e.weight, *e.grad, *e.first_moment, *e.second_moment, options);
+      },
+      [step](const ops::Kernels& k, Stream* s, const ops::UpdateGroup& group) {
+        k.adam_update_group(s, group, step);
+      });
 }
 
 }  // namespace tandem::nd

@@ -105,4 +105,33 @@ inline std::int64_t update_elements(const char* op, const ArrayView& weight,
   return weight.num_elements();
 }
 
+// A grouped update's tensors (update_group.h) as its kernels need them: a weight and a gradient
+// each, `moments` state arrays each (Adam: 2; -1 for SGD: 0 or 1, the same for every non-empty
+// tensor), and an element count >= 0 (an empty tensor's pointers are not read). The front end
+// guarantees it; a caller that does not gets an error naming the tensor. Returns the number of
+// moments (SGD's 0 or 1).
+inline int check_update_group(const char* op, const UpdateGroup& group, int moments) {
+  int expected = moments;
+  if (expected < 0) {  // SGD: with momentum when the first non-empty tensor has a buffer
+    expected = 0;
+    for (const UpdateTensors& t : group.tensors) {
+      if (t.elements == 0) continue;
+      expected = t.first_moment != nullptr ? 1 : 0;
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < group.tensors.size(); ++i) {
+    const UpdateTensors& t = group.tensors[i];
+    const int present = (t.first_moment != nullptr ? 1 : 0) + (t.second_moment != nullptr ? 1 : 0);
+    if (t.elements < 0 || (t.elements > 0 && (t.weight == nullptr || t.grad == nullptr)) ||
+        (t.elements > 0 && present != expected) || (expected == 1 && t.second_moment != nullptr)) {
+      throw Error(std::string("tandem: ") + op + ": tensor " + std::to_string(i) + " of " +
+                  std::to_string(group.tensors.size()) + " is malformed (" +
+                  std::to_string(t.elements) + " elements, " + std::to_string(present) +
+                  " state arrays where the group has " + std::to_string(expected) + ")");
+    }
+  }
+  return expected;
+}
+
 }  // namespace tandem::ops

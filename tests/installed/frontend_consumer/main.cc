@@ -273,9 +273,10 @@ void whole_step_and_new_array_ops() {
   std::printf("TrainingStep, where/clip/stack/split, pinned arrays, Fashion-MNIST errors: OK\n");
 }
 
-// The fused ops of this round from outside: the optimizer updates against their formula on
-// sim(0) and the cpu, batch_norm in training with its gradient on both (they agree), take with
-// its out-of-range error, the ignored label's zero gradient, and a refused learning rate.
+// The fused ops of this round from outside: the optimizer updates (single and grouped) against
+// their formula on sim(0) and the cpu, batch_norm in training with its gradient on both (they
+// agree), take with its out-of-range error, the ignored label's zero gradient, and a refused
+// learning rate.
 void fused_updates_batch_norm_take() {
   for (const tandem::Device device : {tandem::cpu(), tandem::sim(0)}) {
     nd::NDArray w = nd::from_vector(std::vector<float>{1, 2, 3}, {3}).copyto(device);
@@ -287,6 +288,29 @@ void fused_updates_batch_norm_take() {
     const std::vector<float> got = w.to_vector<float>();
     require(std::abs(got[0] - (1 - 0.29f * 0.5f)) < 1e-6f && std::abs(got[2] - (3 - 0.58f)) < 1e-6f,
             "sgd_mom_update on " + tandem::to_string(device) + " differs from its formula");
+    // The grouped form: two weights in one call, the same formula; a bad entry is named and
+    // leaves every weight as it was.
+    std::vector<nd::NDArray> weights{
+        nd::from_vector(std::vector<float>{1, 2, 3}, {3}).copyto(device),
+        nd::from_vector(std::vector<float>{4}, {1}).copyto(device)};
+    const std::vector<nd::NDArray> grads{
+        g, nd::from_vector(std::vector<float>{2}, {1}).copyto(device)};
+    std::vector<nd::NDArray> momenta{nd::zeros({3}, nd::float32, device),
+                                     nd::zeros({1}, nd::float32, device)};
+    nd::multi_sgd_mom_update(weights, grads, momenta, {.learning_rate = 0.1, .momentum = 0.9});
+    nd::multi_sgd_mom_update(weights, grads, momenta, {.learning_rate = 0.1, .momentum = 0.9});
+    require(weights[0].to_vector<float>() == got &&
+                std::abs(weights[1].to_vector<float>()[0] - (4 - 0.58f)) < 1e-6f,
+            "multi_sgd_mom_update on " + tandem::to_string(device) + " differs from its formula");
+    momenta[1] = nd::zeros({2}, nd::float32, device);
+    std::size_t bad_entry = 99;
+    try {
+      nd::multi_sgd_mom_update(weights, grads, momenta, {.learning_rate = 0.1});
+    } catch (const nd::UpdateEntryError& error) {
+      bad_entry = error.entry();
+    }
+    require(bad_entry == 1 && weights[0].to_vector<float>() == got,
+            "multi_sgd_mom_update with a bad entry 1 did not name it, or updated a weight");
   }
   std::vector<double> grads[2];
   for (int i = 0; i < 2; ++i) {

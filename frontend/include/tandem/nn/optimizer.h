@@ -12,15 +12,28 @@
 //   Adam: m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
 //         weight -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon)
 // where t counts the updates (1 for the first).
+//
+// A Trainer's step hands all its updates to update_all at once: SGD and Adam queue them as
+// grouped ops (nd::multi_sgd_update, nd::multi_sgd_mom_update, nd::multi_adam_update), one per
+// device and dtype, with the bits of one update() per parameter.
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "tandem/nd/ndarray.h"
+#include "tandem/nd/optimizer_updates.h"
 
 namespace tandem::nn {
+
+// One parameter copy's update in a step (Optimizer::update_all).
+struct ParameterUpdate {
+  nd::NDArray* weight = nullptr;
+  const nd::NDArray* grad = nullptr;
+  std::vector<nd::NDArray>* state = nullptr;  // from create_state
+};
 
 class Optimizer {
  public:
@@ -34,6 +47,11 @@ class Optimizer {
   // update's number, from 1.
   virtual void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
                       std::vector<nd::NDArray>& state) const = 0;
+  // Queues the updates of many parameter copies, as update() for each in order would. By
+  // default it calls update() for each; SGD and Adam queue grouped ops. An error in the update
+  // of entry i is an nd::UpdateEntryError with entry() == i; SGD and Adam check every entry
+  // first and then queue nothing.
+  virtual void update_all(long t, std::span<const ParameterUpdate> updates) const;
   virtual std::string name() const = 0;
   // Whether update() computes with its step count `t` on the host (Adam's bias correction):
   // a replayed training step (nn::TrainingStep) would freeze it at its recording.
@@ -64,6 +82,7 @@ class SGD : public Optimizer {
   std::vector<nd::NDArray> create_state(const nd::NDArray& weight) const override;
   void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
               std::vector<nd::NDArray>& state) const override;
+  void update_all(long t, std::span<const ParameterUpdate> updates) const override;
   std::string name() const override { return "sgd"; }
   double momentum() const { return momentum_; }
 
@@ -78,10 +97,14 @@ class Adam : public Optimizer {
   std::vector<nd::NDArray> create_state(const nd::NDArray& weight) const override;
   void update(long t, nd::NDArray& weight, const nd::NDArray& grad,
               std::vector<nd::NDArray>& state) const override;
+  void update_all(long t, std::span<const ParameterUpdate> updates) const override;
   std::string name() const override { return "adam"; }
   bool update_reads_step_count() const override { return true; }
 
  private:
+  // The update's options at step t: the learning rate with this step's bias corrections.
+  nd::AdamUpdateOptions options_at(long t) const;
+
   double beta1_, beta2_, epsilon_;
 };
 

@@ -22,6 +22,7 @@
 #include "tandem/ops/array_view.h"
 #include "tandem/ops/conv_geometry.h"
 #include "tandem/ops/op_kinds.h"
+#include "tandem/ops/update_group.h"
 
 namespace tandem {
 class Stream;
@@ -48,7 +49,8 @@ struct AdamStep {
 // kernel launches and library calls the CUDA kernel makes, which sim counts for the profiler) are
 // expanded in ops/src/host_stream_kernels.cc only (its helpers: pass_cost, elementwise_cost,
 // conv_cost, pool_cost, gemm_work, random_blocks, one_launch, division_launches, gemm_launches,
-// reduce_launches, reduce_axis_launches, conv_launches, batch_norm_launches).
+// reduce_launches, reduce_axis_launches, conv_launches, batch_norm_launches, group_cost,
+// group_has_momentum, group_launches).
 // A new family is a row here, its CPU and CUDA kernels, and the front-end op that pushes it.
 //
 // Every kernel takes the op's stream first (not listed in `parameters`).
@@ -212,7 +214,16 @@ struct AdamStep {
     (const ArrayView& weight, const ArrayView& grad, const ArrayView& mean, const ArrayView& var,   \
      const AdamStep& step),                                                                        \
     (weight, grad, mean, var, step), "adam_update", pass_cost(weight, 7, 14.0), void(),            \
-    one_launch(weight))
+    one_launch(weight))                                                                            \
+  /* The same updates of several parameters at once (update_group.h): every tensor of the */       \
+  /* group updated as sgd_update / adam_update would update it alone, with the same bits; */       \
+  /* the CUDA kernel makes one launch per table of common/update_group_plan.h. */                  \
+  X(void, sgd_update_group,                                                                        \
+    (const UpdateGroup& group, double grad_scale, double decay, double momentum),                  \
+    (group, grad_scale, decay, momentum), "multi_sgd_update",                                      \
+    group_cost(group, group_has_momentum(group) ? 5 : 3, 4.0), void(), group_launches(group))      \
+  X(void, adam_update_group, (const UpdateGroup& group, const AdamStep& step), (group, step),       \
+    "multi_adam_update", group_cost(group, 7, 14.0), void(), group_launches(group))
 // clang-format on
 
 // A row's parenthesized parameter or argument list, without its parentheses.
