@@ -19,9 +19,11 @@
 #include <algorithm>
 #include <string>
 
+#include "common/conv_bias.h"
 #include "common/conv_launches.h"
 #include "common/floating_checks.h"
 #include "cudnn_convolution.h"
+#include "kernel_declarations.h"
 #include "launch.cuh"
 #include "tandem/ops/cuda/convolution.h"
 
@@ -244,7 +246,46 @@ void backward_weight(const ArrayView& xv, const ArrayView& dyv, const ArrayView&
   }
 }
 
+// The bias gradient: one block per channel sums its batch x spatial elements in double (as the
+// reductions accumulate), each thread a strided share, then the warps' sums by shuffles and the
+// block's in a fixed order: the same bits on every run.
+constexpr int kBiasThreads = 256;
+
+template <class T>
+__global__ void bias_gradient_kernel(const T* dy, T* dbias, std::int64_t batch,
+                                     std::int64_t channels, std::int64_t spatial) {
+  const std::int64_t c = blockIdx.x;
+  const std::int64_t per_channel = batch * spatial;
+  double sum = 0.0;
+  for (std::int64_t i = threadIdx.x; i < per_channel; i += blockDim.x) {
+    const std::int64_t n = i / spatial, p = i - n * spatial;
+    sum += static_cast<double>(dy[(n * channels + c) * spatial + p]);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  __shared__ double warp_sums[kBiasThreads / 32];
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int w = 0; w < kBiasThreads / 32; ++w) total += warp_sums[w];
+    dbias[c] = static_cast<T>(total);
+  }
+}
+
 }  // namespace
+
+void conv2d_backward_bias(const ArrayView& dy, const ArrayView& dbias, tandem::Stream& stream) {
+  const char* op = "conv2d_backward_bias";
+  const ConvBiasShape s = conv_bias_shape(op, dy, dbias);
+  if (s.channels == 0) return;
+  Launch launch(stream, op);
+  dispatch_floating(dy.dtype, op, [&]<class T>(T) {
+    bias_gradient_kernel<T>
+        <<<static_cast<unsigned>(s.channels), kBiasThreads, 0, launch.stream()>>>(
+            dy.typed<const T>(), dbias.typed<T>(), s.batch, s.channels, s.spatial);
+    launch.launched();
+  });
+}
 
 void conv2d(const ArrayView& x, const ArrayView& weight, const ArrayView& bias, const ArrayView& y,
             const Conv2dGeometry& g, tandem::Stream& stream, ConvPath path) {

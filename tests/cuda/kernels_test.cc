@@ -137,6 +137,32 @@ void check_update_group(const std::vector<std::int64_t>& sizes, int moments) {
 }  // namespace
 
 TEST_SUITE("cuda.kernels") {
+  TEST_CASE("the convolution's bias gradient (one block per channel) matches the CPU") {
+    if (!have_cuda("conv2d_backward_bias")) return;
+    // LeNet's, a 1x1 map, ResNet-18's first block at batch 256, an empty batch.
+    for (const Shape& shape :
+         {Shape{64, 16, 6, 6}, Shape{3, 5, 1, 1}, Shape{256, 64, 28, 28}, Shape{0, 4, 3, 3}}) {
+      CAPTURE(shape.to_string());
+      const Shape bias{shape[1]};
+      auto host = sample<float>(shape.num_elements(), 21);
+      DeviceBuffer<float> dy(host), db(static_cast<std::size_t>(shape[1]));
+      std::vector<float> expected(static_cast<std::size_t>(shape[1]));
+      const tandem::LaunchCounts before = tandem::launch_counts();
+      ops::cuda::conv2d_backward_bias(view(dy.data(), shape), view(db.data(), bias),
+                                      compute_stream());
+      CHECK((tandem::launch_counts() - before).kernels == 1);
+      ops::cpu::conv2d_backward_bias(view(host.data(), shape), view(expected.data(), bias));
+      check_close(db.read(), expected, 1e-4);
+      auto host64 = sample<double>(shape.num_elements(), 22);
+      DeviceBuffer<double> dy64(host64), db64(static_cast<std::size_t>(shape[1]));
+      std::vector<double> expected64(static_cast<std::size_t>(shape[1]));
+      ops::cuda::conv2d_backward_bias(view(dy64.data(), shape), view(db64.data(), bias),
+                                      compute_stream());
+      ops::cpu::conv2d_backward_bias(view(host64.data(), shape), view(expected64.data(), bias));
+      check_close(db64.read(), expected64, 1e-10);
+    }
+  }
+
   TEST_CASE("grouped optimizer updates give the CPU's bits, one launch per table of the plan") {
     if (!have_cuda("grouped optimizer updates")) return;
     // LeNet-BN's parameters (one table); 40 tensors and an empty one (two tables, 32 tensors

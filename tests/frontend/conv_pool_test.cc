@@ -2,6 +2,9 @@
 // cpu and sim(0), float32 and float64; and the errors the calls give for bad shapes, options,
 // dtypes and devices.
 #include <algorithm>
+#include <map>
+
+#include "tandem/profiler.h"
 
 #include "conv_reference.h"
 
@@ -174,6 +177,65 @@ TEST_SUITE("frontend.conv_pool") {
       CHECK(nd::conv2d_backward_bias(y).to_vector<double>() == std::vector<double>(4, 0.0));
       CHECK(nd::max_pool2d(x, {.kernel = 2}).shape() == Shape{0, 3, 2, 2});
     }
+  }
+
+  TEST_CASE("the bias gradient is one op with the bits of two reductions; with dweight, one op") {
+    std::mt19937_64 rng(17);
+    for (const Device device : test_devices()) {
+      CAPTURE(to_string(device));
+      for (const DType dtype : {nd::float32, nd::float64}) {
+        CAPTURE(dtype_name(dtype));
+        const NDArray dy = to_array(random_host({3, 5, 4, 6}, rng), dtype).copyto(device);
+        const NDArray two_sums = nd::sum(nd::sum(dy.reshape({3, 5, 24}), 2), 0);
+        CHECK(nd::conv2d_backward_bias(dy).to_vector<double>() == two_sums.to_vector<double>());
+        // A strided gradient is made dense first.
+        const NDArray strided = nd::transpose(dy, {0, 1, 3, 2});
+        CHECK(nd::conv2d_backward_bias(strided).to_vector<double>() ==
+              nd::conv2d_backward_bias(strided.copy()).to_vector<double>());
+      }
+      // Through autograd, a convolution whose weight and bias both need gradients forms them in
+      // one op, with the bits of the two separate calls; grad_req add adds into the buffers.
+      const NDArray x = to_array(random_host({2, 3, 6, 6}, rng), nd::float64).copyto(device);
+      NDArray w = to_array(random_host({4, 3, 3, 3}, rng), nd::float64).copyto(device);
+      NDArray b = to_array(random_host({4}, rng), nd::float64).copyto(device);
+      const NDArray r = to_array(random_host({2, 4, 4, 4}, rng), nd::float64).copyto(device);
+      for (const autograd::GradReq req : {autograd::GradReq::write, autograd::GradReq::add}) {
+        w.attach_grad(req);
+        b.attach_grad(req);
+        for (int pass = 0; pass < 2; ++pass) {
+          NDArray loss;
+          {
+            auto recording = autograd::record();
+            loss = nd::sum(nd::conv2d(x, w, b) * r);
+          }
+          nd::waitall();
+          profiler::clear();
+          profiler::start();
+          loss.backward();
+          nd::waitall();
+          profiler::stop();
+          std::map<std::string, std::uint64_t> calls;
+          for (const auto& op : profiler::op_stats(profiler::events())) calls[op.name] += op.count;
+          CHECK(calls["conv2d_backward_weight_bias"] == 1);
+          CHECK(calls.count("conv2d_backward_bias") == 0);
+        }
+        const double times = req == autograd::GradReq::add ? 2.0 : 1.0;
+        CHECK(w.grad().to_vector<double>() ==
+              (nd::conv2d_backward_weight(r, x, w.shape()) * times).to_vector<double>());
+        CHECK(b.grad().to_vector<double>() ==
+              (nd::conv2d_backward_bias(r) * times).to_vector<double>());
+      }
+    }
+    check_error(
+        [] {
+          nd::conv2d_backward_bias(nd::zeros({2, 3, 4}));
+        },
+        {"conv2d_backward_bias", "4-D", "2x3x4"});
+    check_error(
+        [] {
+          nd::conv2d_backward_bias(nd::zeros({2, 3, 4, 4}, nd::int32));
+        },
+        {"conv2d_backward_bias", "int32"});
   }
 
   TEST_CASE("bad shapes, options, dtypes and devices are errors at the call naming them") {

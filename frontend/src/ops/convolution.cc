@@ -135,10 +135,9 @@ NDArray backward_weight(const NDArray& grad_out, const NDArray& x, const Shape& 
   return out.result();
 }
 
-// The bias gradient: the sum of grad_out over the batch and the spatial axes. Over a dense
-// (N, O, OH * OW) view it is two reductions instead of three (one op less per convolution and
-// step; a strided grad_out takes the three). The last reduction writes the bias's gradient
-// buffer when backward offers it (and adds into it in the same op for grad_req add).
+// The bias gradient: the sum of grad_out over the batch and the spatial axes, one op (the
+// conv2d_backward_bias kernel; a strided grad_out is made dense first), written into the bias's
+// gradient buffer when backward offers it (and added into it in the same op for grad_req add).
 NDArray backward_bias(const NDArray& grad_out, std::vector<detail::GradientDestination>& into,
                       std::size_t input) {
   const char* op = "conv2d_backward_bias";
@@ -147,18 +146,51 @@ NDArray backward_bias(const NDArray& grad_out, std::vector<detail::GradientDesti
   if (grad_out.ndim() != 4) {
     fail(op, "grad_out must be 4-D (N, O, OH, OW), got shape " + grad_out.shape().to_string());
   }
-  const Shape& s = grad_out.shape();
-  const NDArray per_sample = grad_out.is_contiguous()
-                                 ? sum(grad_out.reshape({s[0], s[1], s[2] * s[3]}), 2)
-                                 : sum(sum(grad_out, 3), 2);
-  if (detail::usable_destination(into, input, grad_out.engine(), Shape{s[1]}, grad_out.dtype(),
-                                 grad_out.device()) == nullptr) {
-    return sum(per_sample, 0);
-  }
+  const Shape channels{grad_out.shape()[1]};
   const detail::GradientOutput out = detail::gradient_output(
-      into, input, grad_out.engine(), Shape{s[1]}, grad_out.dtype(), grad_out.device(), "sum");
-  detail::push_reduce_axis_into(ops::ReduceOp::sum, per_sample, 0, out);
+      into, input, grad_out.engine(), channels, grad_out.dtype(), grad_out.device(), op);
+  const NDArray dy = dense(grad_out);
+  const std::vector<detail::GradientAdd> adds = detail::gradient_adds({&out});
+  detail::push_view_op<2>(grad_out.engine(), out.array.device(), op,
+                          {detail::lazy_view(dy), detail::lazy_view(out.array)}, {dy.var()},
+                          detail::gradient_writes({&out}),
+                          [adds](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.conv2d_backward_bias(s, v[0], v[1]);
+                            detail::add_formed_gradients(k, s, adds);
+                          });
+  out.queued();
   return out.result();
+}
+
+// The weight's and the bias's gradients in one op (a training step's convolution with a bias
+// needs both): the two kernels, then their adds for grad_req add. Returns {dweight, dbias}, each
+// undefined when its destination received it.
+std::pair<NDArray, NDArray> backward_weight_and_bias(
+    const NDArray& grad_out, const NDArray& x, const Shape& weight_shape,
+    const Conv2dOptions& options, std::vector<detail::GradientDestination>& into) {
+  const char* op = "conv2d_backward_weight_bias";
+  Engine& engine = detail::check_same_place(op, {&grad_out, &x});
+  check_floating_same(op, grad_out, x);
+  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
+  check_shape(op, "grad_out", grad_out, output_shape(g));
+  const detail::GradientOutput dw =
+      detail::gradient_output(into, 1, engine, weight_shape, x.dtype(), x.device(), op);
+  const detail::GradientOutput db =
+      detail::gradient_output(into, 2, engine, Shape{g.out_channels}, x.dtype(), x.device(), op);
+  const NDArray dx = dense(x), dy = dense(grad_out);
+  const std::vector<detail::GradientAdd> adds = detail::gradient_adds({&dw, &db});
+  detail::push_view_op<4>(engine, dw.array.device(), op,
+                          {detail::lazy_view(dx), detail::lazy_view(dy),
+                           detail::lazy_view(dw.array), detail::lazy_view(db.array)},
+                          {dx.var(), dy.var()}, detail::gradient_writes({&dw, &db}),
+                          [g, adds](const ops::Kernels& k, Stream* s, const auto& v) {
+                            k.conv2d_backward_weight(s, v[0], v[1], v[2], g);
+                            k.conv2d_backward_bias(s, v[1], v[3]);
+                            detail::add_formed_gradients(k, s, adds);
+                          });
+  dw.queued();
+  db.queued();
+  return {dw.result(), db.result()};
 }
 
 // The conv2d rule: each gradient only when its input needs one; it saves only what its
@@ -176,9 +208,16 @@ detail::OpGradient conv2d_gradient(const detail::OpCall& c) {
   gradient.rule_into = [=, x_shape = x.shape(), w_shape = weight.shape()](
                            const std::vector<NDArray>& g, const std::vector<NDArray>& saved,
                            std::vector<detail::GradientDestination>& into) {
-    std::vector<NDArray> grads{
-        need_x ? conv2d_backward_data(g[0], saved[1], x_shape, options) : NDArray(),
-        need_w ? backward_weight(g[0], saved[0], w_shape, options, into, 1) : NDArray()};
+    std::vector<NDArray> grads{need_x ? conv2d_backward_data(g[0], saved[1], x_shape, options)
+                                      : NDArray()};
+    if (need_w && need_b) {
+      auto [dw, db] = backward_weight_and_bias(g[0], saved[0], w_shape, options, into);
+      grads.push_back(std::move(dw));
+      grads.push_back(std::move(db));
+      return grads;
+    }
+    grads.push_back(need_w ? backward_weight(g[0], saved[0], w_shape, options, into, 1)
+                           : NDArray());
     if (has_bias) grads.push_back(need_b ? backward_bias(g[0], into, 2) : NDArray());
     return grads;
   };

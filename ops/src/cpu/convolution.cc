@@ -31,9 +31,12 @@
 #include <algorithm>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
+#include "common/conv_bias.h"
 #include "common/floating_checks.h"
 #include "conv_plan.h"
+#include "kernel_declarations.h"
 #include "parallel.h"
 #include "tandem/ops/cpu/gemm.h"
 
@@ -382,6 +385,21 @@ void conv2d_backward_weight(const ArrayView& x, const ArrayView& dy, const Array
   if (dweight.num_elements() == 0) return;
   dispatch_floating_blas(dweight.dtype, "conv2d_backward_weight",
                          [&]<class T>(T) { backward_weight<T>(x, dy, dweight, g); });
+}
+
+// Two reductions, as the front end queued them before this kernel existed (the same bits): over
+// the spatial axis of the N x C x (H * W) view into an N x C temporary, then over the batch.
+void conv2d_backward_bias(const ArrayView& dy, const ArrayView& dbias) {
+  const char* op = "conv2d_backward_bias";
+  const ConvBiasShape s = conv_bias_shape(op, dy, dbias);
+  if (s.channels == 0) return;
+  dispatch_floating(dy.dtype, op, [&]<class T>(T) {
+    std::vector<T> per_sample(static_cast<std::size_t>(s.batch * s.channels));
+    const ArrayView sums = contiguous_view(per_sample.data(), dy.dtype, Shape{s.batch, s.channels});
+    reduce_axis(ReduceOp::sum,
+                contiguous_view(dy.data, dy.dtype, Shape{s.batch, s.channels, s.spatial}), 2, sums);
+    reduce_axis(ReduceOp::sum, sums, 0, dbias);
+  });
 }
 
 }  // namespace tandem::ops::cpu

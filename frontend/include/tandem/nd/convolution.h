@@ -48,7 +48,9 @@ NDArray conv2d_backward_data(const NDArray& grad_out, const NDArray& weight,
 // dL/dweight, of shape `weight_shape`.
 NDArray conv2d_backward_weight(const NDArray& grad_out, const NDArray& x, const Shape& weight_shape,
                                const Conv2dOptions& options = {});
-// dL/dbias: grad_out summed over N, H and W, shape (O).
+// dL/dbias: grad_out summed over N, H and W, shape (O); one op (a strided grad_out is made dense
+// first). Under autograd, a convolution whose weight and bias both need gradients forms the two
+// in one op (conv2d_backward_weight_bias in the profiler).
 NDArray conv2d_backward_bias(const NDArray& grad_out);
 
 }  // namespace tandem::nd

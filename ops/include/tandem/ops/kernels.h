@@ -146,6 +146,9 @@ struct AdamStep {
     (x, dy, dweight, g), "conv2d_backward_weight", conv_cost(g, dweight.dtype), void(),            \
     conv_launches(g, ConvPass::backward_weight, dtype_size(dweight.dtype),                         \
                   false, dweight.num_elements()))                                                  \
+  /* The bias gradient: dbias[c] = sum of dy[n, c, :, :] (dense dy, common/conv_bias.h). */       \
+  X(void, conv2d_backward_bias, (const ArrayView& dy, const ArrayView& dbias), (dy, dbias),        \
+    "conv2d_backward_bias", pass_cost(dy, 1, 1.0), void(), one_launch(dbias))                      \
   X(void, max_pool2d, (const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g),           \
     (x, y, g), "max_pool2d", pool_cost(g, y.dtype), void(), one_launch(y))                         \
   X(void, avg_pool2d, (const ArrayView& x, const ArrayView& y, const Pool2dGeometry& g),           \
