@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "busy_intervals.h"
 #include "sim_test_support.h"
 #include "var_state.h"
 
@@ -327,33 +328,16 @@ Busy busy_of(const std::vector<profiler::OpEvent>& events, bool (*keep)(const pr
 }
 
 // How long an op of `a`'s kind and an op of `b`'s ran at the same time: the intersection of
-// the two kinds' busy intervals (each merged into a union first).
+// the two kinds' busy intervals.
 double both_running_ms(const std::vector<profiler::OpEvent>& events,
                        bool (*a)(const profiler::OpEvent&), bool (*b)(const profiler::OpEvent&)) {
-  using Interval = std::pair<std::int64_t, std::int64_t>;
-  const auto merged = [&](bool (*keep)(const profiler::OpEvent&)) {
-    std::vector<Interval> spans;
-    for (const auto& e : events) {
-      if (keep(e)) spans.emplace_back(e.start_ns, e.end_ns);
-    }
-    std::sort(spans.begin(), spans.end());
-    std::vector<Interval> out;
-    for (const Interval& i : spans) {
-      if (!out.empty() && i.first <= out.back().second) {
-        out.back().second = std::max(out.back().second, i.second);
-      } else {
-        out.push_back(i);
-      }
-    }
-    return out;
-  };
-  const std::vector<Interval> x = merged(a), y = merged(b);
-  std::int64_t both = 0;
-  for (const Interval& i : x) {
-    for (const Interval& j : y)
-      both += std::max<std::int64_t>(0, std::min(i.second, j.second) - std::max(i.first, j.first));
+  std::vector<examples::Interval> x, y;
+  for (const auto& e : events) {
+    if (a(e)) x.emplace_back(e.start_ns, e.end_ns);
+    if (b(e)) y.emplace_back(e.start_ns, e.end_ns);
   }
-  return ms_between(0, both);
+  return ms_between(0, examples::overlap_length(examples::interval_union(std::move(x)),
+                                                examples::interval_union(std::move(y))));
 }
 
 std::vector<profiler::OpEvent> profile(const std::function<void(SimTestEngine&)>& program) {

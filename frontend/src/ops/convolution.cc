@@ -107,6 +107,15 @@ void check_shape(const char* op, const char* what, const NDArray& array, const S
   }
 }
 
+// The geometry of a weight gradient, after checking grad_out and x against it.
+Conv2dGeometry weight_gradient_geometry(const char* op, const NDArray& grad_out, const NDArray& x,
+                                        const Shape& weight_shape, const Conv2dOptions& options) {
+  check_floating_same(op, grad_out, x);
+  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
+  check_shape(op, "grad_out", grad_out, output_shape(g));
+  return g;
+}
+
 // conv2d_backward_weight, its result written into input `input`'s destination when backward
 // offers one (gradient_into.h; `into` may be empty): the buffer is the kernel's output, or the
 // same op adds the kernel's output into it (grad_req add). Returns undefined when it wrote the
@@ -116,9 +125,7 @@ NDArray backward_weight(const NDArray& grad_out, const NDArray& x, const Shape& 
                         std::vector<detail::GradientDestination>& into, std::size_t input) {
   const char* op = "conv2d_backward_weight";
   Engine& engine = detail::check_same_place(op, {&grad_out, &x});
-  check_floating_same(op, grad_out, x);
-  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
-  check_shape(op, "grad_out", grad_out, output_shape(g));
+  const Conv2dGeometry g = weight_gradient_geometry(op, grad_out, x, weight_shape, options);
   const detail::GradientOutput out =
       detail::gradient_output(into, input, engine, weight_shape, x.dtype(), x.device(), op);
   const NDArray dx = dense(x), dy = dense(grad_out);
@@ -170,9 +177,7 @@ std::pair<NDArray, NDArray> backward_weight_and_bias(
     const Conv2dOptions& options, std::vector<detail::GradientDestination>& into) {
   const char* op = "conv2d_backward_weight_bias";
   Engine& engine = detail::check_same_place(op, {&grad_out, &x});
-  check_floating_same(op, grad_out, x);
-  const Conv2dGeometry g = geometry(op, x.shape(), weight_shape, options);
-  check_shape(op, "grad_out", grad_out, output_shape(g));
+  const Conv2dGeometry g = weight_gradient_geometry(op, grad_out, x, weight_shape, options);
   const detail::GradientOutput dw =
       detail::gradient_output(into, 1, engine, weight_shape, x.dtype(), x.device(), op);
   const detail::GradientOutput db =

@@ -54,6 +54,16 @@ bool fusable(std::initializer_list<const NDArray*> arrays) {
   return true;
 }
 
+// The kernels' scalars of an Adam update.
+ops::AdamStep adam_step(const AdamUpdateOptions& options) {
+  return {.rescale = options.rescale_grad,
+          .wd = options.wd,
+          .beta1 = options.beta1,
+          .beta2 = options.beta2,
+          .epsilon = options.epsilon,
+          .step_size = options.learning_rate};
+}
+
 }  // namespace
 
 void sgd_update(NDArray& weight, const NDArray& grad, const SgdUpdateOptions& options) {
@@ -117,12 +127,7 @@ void adam_update(NDArray& weight, const NDArray& grad, NDArray& mean, NDArray& v
   detail::note_in_place_write(op, mean, &grad);
   detail::note_in_place_write(op, var, &grad);
   detail::note_in_place_write(op, weight, &mean);
-  const ops::AdamStep step{.rescale = options.rescale_grad,
-                           .wd = options.wd,
-                           .beta1 = options.beta1,
-                           .beta2 = options.beta2,
-                           .epsilon = options.epsilon,
-                           .step_size = options.learning_rate};
+  const ops::AdamStep step = adam_step(options);
   detail::push_view_op<4>(weight.engine(), weight.device(), op,
                           {detail::lazy_view(weight), detail::lazy_view(grad),
                            detail::lazy_view(mean), detail::lazy_view(var)},
@@ -373,12 +378,7 @@ void multi_adam_update(std::span<NDArray> weights, std::span<const NDArray> grad
   for (std::size_t i = 0; i < entries.size(); ++i) {
     entries[i] = {&weights[i], &grads[i], &means[i], &vars[i]};
   }
-  const ops::AdamStep step{.rescale = options.rescale_grad,
-                           .wd = options.wd,
-                           .beta1 = options.beta1,
-                           .beta2 = options.beta2,
-                           .epsilon = options.epsilon,
-                           .step_size = options.learning_rate};
+  const ops::AdamStep step = adam_step(options);
   multi_update(
       op, entries,
       [&](const UpdateEntry& e) {
