@@ -2,6 +2,7 @@
 // softmax and cross entropy, one_hot, accuracy, flatten, reproducible dropout, batch_norm's
 // statistics and modes, and the errors for misuse.
 #include "frontend_test_util.h"
+#include "tandem/profiler.h"
 
 namespace tandem::testing {
 
@@ -120,6 +121,70 @@ TEST_SUITE("frontend.network") {
           CHECK(g[r * 4 + c] == doctest::Approx(expected).epsilon(1e-5));
         }
       }
+    }
+  }
+
+  TEST_CASE("linear is one op with the bits of dot(x, w.T()) + b, values and gradients") {
+    std::mt19937_64 rng(29);
+    std::vector<Device> devices{cpu()};
+    if (device_count(DeviceKind::sim) > 0) devices.push_back(sim(0));
+    for (Device device : devices) {
+      CAPTURE(to_string(device));
+      for (DType dtype : {nd::float32, nd::float64}) {
+        CAPTURE(dtype_name(dtype));
+        const auto make = [&](const Shape& shape) {
+          return to_array(random_host(shape, rng), dtype).copyto(device);
+        };
+        // Dense operands, then a transposed x and a transposed weight (strided views).
+        const NDArray x = make({5, 7}), w = make({3, 7}), b = make({3}), r = make({5, 3});
+        const NDArray xt = make({7, 5}).T(), wt = make({7, 3}).T();
+        for (const auto& [xs, ws] : {std::pair{x, w}, std::pair{xt, wt}}) {
+          CHECK(nd::linear(xs, ws, b).to_vector<double>() ==
+                (nd::dot(xs, ws.T()) + b).to_vector<double>());
+        }
+        CHECK(nd::linear(x, w, NDArray()).to_vector<double>() ==
+              nd::dot(x, w.T()).to_vector<double>());
+        // One op.
+        nd::waitall();
+        profiler::clear();
+        profiler::start();
+        const NDArray y = nd::linear(x, w, b);
+        nd::waitall();
+        profiler::stop();
+        const auto stats = profiler::op_stats(profiler::events());
+        REQUIRE(stats.size() == 1);
+        CHECK(std::string(stats[0].name) == "linear");
+        CHECK(y.shape() == Shape{5, 3});
+        // Gradients, into fresh buffers (write) and accumulated (add, two backward passes).
+        for (const ag::GradReq req : {ag::GradReq::write, ag::GradReq::add}) {
+          CAPTURE(static_cast<int>(req));
+          NDArray fx = x.copy(), fw = w.copy(), fb = b.copy();
+          NDArray ux = x.copy(), uw = w.copy(), ub = b.copy();
+          for (NDArray* a : {&fx, &fw, &fb, &ux, &uw, &ub}) a->attach_grad(req);
+          for (int pass = 0; pass < (req == ag::GradReq::add ? 2 : 1); ++pass) {
+            {
+              auto recording = ag::record();
+              nd::sum(nd::linear(fx, fw, fb) * r).backward();
+            }
+            {
+              auto recording = ag::record();
+              nd::sum((nd::dot(ux, uw.T()) + ub) * r).backward();
+            }
+          }
+          CHECK(fx.grad().to_vector<double>() == ux.grad().to_vector<double>());
+          CHECK(fw.grad().to_vector<double>() == uw.grad().to_vector<double>());
+          CHECK(fb.grad().to_vector<double>() == ub.grad().to_vector<double>());
+        }
+      }
+    }
+    // Errors name the op and the shapes.
+    const NDArray x = nd::ones({4, 3}), w = nd::ones({2, 3}), b = nd::ones({2});
+    CHECK(contains(error_of([&] { nd::linear(x, nd::ones({2, 4}), b); }), "linear"));
+    CHECK(contains(error_of([&] { nd::linear(x, w, nd::ones({3})); }), "2x3"));
+    CHECK(contains(error_of([&] { nd::linear(x, w, nd::ones({2}, nd::float64)); }), "float64"));
+    CHECK(contains(error_of([&] { nd::linear(nd::ones({4}), w, b); }), "N x K"));
+    if (device_count(DeviceKind::sim) > 0) {
+      CHECK(contains(error_of([&] { nd::linear(x, w, b.copyto(sim(0))); }), "different devices"));
     }
   }
 

@@ -99,18 +99,20 @@ std::string describe(const StepCounts& counts) {
 }  // namespace
 
 TEST_SUITE("frontend.step_counts") {
-  TEST_CASE("an eager LeNet-BN step on sim(0): 27 ops, 44 launches, no allocation") {
+  TEST_CASE("an eager LeNet-BN step on sim(0): 26 ops, 44 launches, no allocation") {
     if (device_count(DeviceKind::sim) == 0) return;
     const StepCounts counts = profile_steps(false);
     CAPTURE(describe(counts));
-    // Forward 12 (2 x conv2d, batch_norm, relu, max_pool2d; dot, add, softmax_cross_entropy,
-    // sum), backward 14 (the head's ones_like, softmax_cross_entropy_backward, the dense
-    // layer's two dots and bias sum, 2 x max_pool2d_backward, relu_backward,
-    // batch_norm_backward, conv2d_backward_weight_bias (the weight's and the bias's gradients
-    // in one op), one conv2d_backward_data), one multi_sgd_update for the 10 parameters (one
-    // launch: they fit one table of ops/src/common/update_group_plan.h). No assign into a
-    // gradient buffer: every parameter's gradient is formed in its buffer.
-    CHECK(counts.ops == doctest::Approx(27));
+    // Forward 11 (2 x conv2d, batch_norm, relu, max_pool2d; linear (the dense layer's product
+    // and bias), softmax_cross_entropy, sum), backward 14 (the head's ones_like,
+    // softmax_cross_entropy_backward, the dense layer's two dots and bias sum, 2 x
+    // max_pool2d_backward, relu_backward, batch_norm_backward, conv2d_backward_weight_bias (the
+    // weight's and the bias's gradients in one op), one conv2d_backward_data), one multi_sgd_update
+    // for the 10 parameters (one launch: they fit one table of ops/src/common/update_group_plan.h).
+    // No assign into a gradient buffer: every parameter's gradient is formed in its buffer.
+    CHECK(counts.ops == doctest::Approx(26));
+    CHECK(counts.per_op.at("linear") == kProfiledSteps);
+    CHECK(counts.per_op.count("add") == 0);
     CHECK(counts.per_op.count("assign") == 0);
     CHECK(counts.per_op.at("multi_sgd_update") == kProfiledSteps);
     CHECK(counts.per_op.count("sgd_update") == 0);

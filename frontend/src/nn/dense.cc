@@ -4,6 +4,7 @@
 #include "tandem/errors.h"
 #include "tandem/nd/elementwise.h"
 #include "tandem/nd/linalg.h"
+#include "tandem/nd/network.h"
 
 namespace tandem::nn {
 
@@ -45,8 +46,9 @@ nd::NDArray Dense::forward(const nd::NDArray& x) {
                 std::to_string(in_units) + " features (shape " + x.shape().to_string() +
                 ") but the weight has shape " + weight_->shape().to_string());
   }
-  nd::NDArray y = nd::dot(flat, weight_->data(x.device()).T());
-  if (bias_) y = y + bias_->data(x.device());
+  // One op for the product and the bias (nd::linear; without a bias, the product alone).
+  const nd::NDArray y =
+      nd::linear(flat, weight_->data(x.device()), bias_ ? bias_->data(x.device()) : nd::NDArray());
   return activate(y, activation_);
 }
 

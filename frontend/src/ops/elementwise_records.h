@@ -31,5 +31,10 @@ inline const OpDefinition& scalar_record_of(ops::BinaryOp op) {
 
 // `gradient` summed over the axes along which an array of `shape` was broadcast to it.
 NDArray sum_to_shape(const NDArray& gradient, const Shape& shape);
+// The same, its last reduction written into input `input`'s destination when backward offers
+// one and the input was broadcast along leading axes only (a bias added to a batch); returns
+// undefined then.
+NDArray sum_to_shape_into(const NDArray& gradient, const Shape& shape,
+                          std::vector<GradientDestination>& into, std::size_t input);
 
 }  // namespace tandem::nd::detail

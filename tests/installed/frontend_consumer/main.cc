@@ -311,6 +311,12 @@ void fused_updates_batch_norm_take() {
     }
     require(bad_entry == 1 && weights[0].to_vector<float>() == got,
             "multi_sgd_mom_update with a bad entry 1 did not name it, or updated a weight");
+    // linear: x . w^T + b in one op, the bits of the dot and the add.
+    const nd::NDArray x =
+        nd::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).copyto(device);
+    require(nd::linear(x, weights[0].reshape({1, 3}), weights[1]).to_vector<float>() ==
+                (nd::dot(x, weights[0].reshape({1, 3}).T()) + weights[1]).to_vector<float>(),
+            "linear on " + tandem::to_string(device) + " differs from dot + add");
   }
   std::vector<double> grads[2];
   for (int i = 0; i < 2; ++i) {

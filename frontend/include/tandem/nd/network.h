@@ -1,6 +1,6 @@
 // The operators networks are built from, each with its gradient (see tandem/nd/autograd.h).
 //
-//   auto h = nd::relu(nd::dot(nd::flatten(x), w1) + b1);
+//   auto h = nd::relu(nd::linear(nd::flatten(x), w1, b1));  // x . w1^T + b1
 //   h = nd::dropout(h, 0.5, step);                        // identity unless is_training()
 //   auto loss = nd::softmax_cross_entropy(nd::dot(h, w2) + b2, labels);   // one per sample
 //   auto acc = nd::accuracy(logits, labels);              // 0-d; read it when you want
@@ -38,6 +38,12 @@ NDArray softmax_cross_entropy(const NDArray& logits, const NDArray& labels);
 // float32 array on the logits' device (no sync: read it with scalar() when needed). Not
 // differentiable.
 NDArray accuracy(const NDArray& logits, const NDArray& labels);
+
+// x . weight^T + bias (PyTorch's linear, MXNet's FullyConnected): x is N x K, weight U x K,
+// bias U (undefined: no bias); the result is N x U. One op, where dot(x, weight.T()) + bias is
+// two, with the same values bit for bit and the same gradients (the weight's and the bias's go
+// straight into their gradient buffers); an exported graph holds it as the dot and the add.
+NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias);
 
 // N x (everything else): keeps axis 0 (a view when x is contiguous).
 NDArray flatten(const NDArray& x);
