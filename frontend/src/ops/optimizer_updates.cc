@@ -5,13 +5,12 @@
 // adam_update_group) per group.
 #include "tandem/nd/optimizer_updates.h"
 
-#include <array>
 #include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "core/access.h"
@@ -168,28 +167,21 @@ const detail::Storage* storage_of(const NDArray& array) {
   return detail::NDArrayAccess::storage(array).get();
 }
 
+// A failure of entry i of n, as the multi_ calls report it.
+UpdateEntryError entry_error(std::size_t i, std::size_t n, const Error& error) {
+  return UpdateEntryError(i, std::string(error.what()) + " (entry " + std::to_string(i) + " of " +
+                                 std::to_string(n) + ")");
+}
+
 // Checks every entry as the single-entry call would, naming the entry; nothing is queued yet.
 void check_entries(const char* op, const std::vector<UpdateEntry>& entries) {
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const UpdateEntry& e = entries[i];
     try {
-      std::vector<const NDArray*> others = e.arrays();
-      others.erase(others.begin());
-      detail::check_defined(op, *e.weight);
-      detail::check_floating(op, e.weight->dtype());
-      for (const NDArray* other : others) {
-        detail::check_same_place(op, {e.weight, other});
-        detail::check_same_dtype(op, *e.weight, *other);
-        if (!(other->shape() == e.weight->shape())) {
-          throw Error(std::string("tandem: ") + op + ": every array must have the weight's shape " +
-                      e.weight->shape().to_string() + ", got " + other->shape().to_string());
-        }
-      }
-    } catch (const UpdateEntryError&) {
-      throw;
+      const std::vector<const NDArray*> arrays = e.arrays();
+      for (std::size_t a = 1; a < arrays.size(); ++a) check_update(op, *e.weight, {arrays[a]});
     } catch (const Error& error) {
-      throw UpdateEntryError(i, std::string(error.what()) + " (entry " + std::to_string(i) +
-                                    " of " + std::to_string(entries.size()) + ")");
+      throw entry_error(i, entries.size(), error);
     }
   }
 }
@@ -298,8 +290,7 @@ void multi_update(const char* op, const std::vector<UpdateEntry>& entries,
       detail::note_in_place_write(op, *e.weight,
                                   e.first_moment != nullptr ? e.first_moment : e.grad);
     } catch (const Error& error) {
-      throw UpdateEntryError(i, std::string(error.what()) + " (entry " + std::to_string(i) +
-                                    " of " + std::to_string(entries.size()) + ")");
+      throw entry_error(i, entries.size(), error);
     }
   }
   std::vector<EntryGroup> groups;

@@ -317,6 +317,10 @@ void fused_updates_batch_norm_take() {
     require(nd::linear(x, weights[0].reshape({1, 3}), weights[1]).to_vector<float>() ==
                 (nd::dot(x, weights[0].reshape({1, 3}).T()) + weights[1]).to_vector<float>(),
             "linear on " + tandem::to_string(device) + " differs from dot + add");
+    require(error_of([&] {
+              (void)nd::linear(x, weights[0].reshape({3, 1}), weights[1]);
+            }).find("linear") != std::string::npos,
+            "linear with a misshapen weight was not refused naming the op");
   }
   std::vector<double> grads[2];
   for (int i = 0; i < 2; ++i) {
