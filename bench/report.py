@@ -746,8 +746,10 @@ def render_train_step_sim(records):
 
 # The PyTorch eager workload a hybridized tandem workload is compared with.
 GPU_EAGER_PEER_OF = {"lenet_bn_epoch_hybridized": "lenet_bn_epoch",
+                     "lenet_bn_epoch_hybridized_one_unit": "lenet_bn_epoch",
                      "lenet_bn_epoch_whole_step": "lenet_bn_epoch",
                      "mlp_step_hybridized": "mlp_step_eager",
+                     "mlp_step_hybridized_one_unit": "mlp_step_eager",
                      "mlp_step_whole": "mlp_step_eager"}
 
 

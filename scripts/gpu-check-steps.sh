@@ -171,8 +171,9 @@ step_bench_overlap() {
 
 # bench_gpu (bench/gpu: the workloads of issue 22 on gpu(0)) and its PyTorch peer, with the
 # machine's own torch when python3 imports it (never installed): bench/results/gpu.json, its
-# provenance and the regenerated docs/benchmarks.md; profile/ holds one lenet_bn epoch on gpu(0),
-# eager and hybridized, under the profiler (trace, summary, timeline).
+# provenance and the regenerated docs/benchmarks.md; profile/ holds one lenet_bn epoch on gpu(0)
+# per mode (eager, hybridized, hybridized_one_unit, whole_step) under the profiler (trace,
+# summary, timeline).
 step_bench_gpu() {
   local records=$repo/bench/results/gpu.json start=$SECONDS fresh
   fresh=$(mktemp)

@@ -17,13 +17,15 @@
 //   conv_fwd, conv_bwd_data, conv_bwd_weight   batch 256, 64 -> 64 channels, 3x3, 28x28 (ms)
 //   lenet_bn_epoch(_hybridized)   one epoch of lenet_bn, batch 64, on 1437 8x8 images (s), on
 //                                 cuda(0) and (tandem_cpu) on the cpu
+//   lenet_bn_epoch_hybridized_one_unit   the same epoch hybridized with {.fail_as_one_unit}
 //   lenet_bn_epoch_whole_step     the same epoch, each step an nn::TrainingStep replay
-//   mlp_step_eager/_hybridized    a 64-256-128-10 MLP's SGD step at batch 32 (us), eager and
-//                                 with the network hybridized
+//   mlp_step_eager/_hybridized(_one_unit)   a 64-256-128-10 MLP's SGD step at batch 32 (us),
+//                                 eager and with the network hybridized (as above)
 //   mlp_step_whole                the same step as one replayed nn::TrainingStep (bench/gpu/
 //                                 jax_peer.py adds a jax.jit step beside it)
-// --profile DIR: afterwards, one epoch of lenet_bn eager and one hybridized under the profiler,
-// each written to DIR as lenet_epoch_{eager,hybridized}.{json,txt,svg} (trace, summary, timeline).
+// --profile DIR: afterwards, one epoch of lenet_bn per mode under the profiler, each written to
+// DIR as lenet_epoch_{eager,hybridized,hybridized_one_unit,whole_step}.{json,txt,svg} (trace,
+// summary, timeline).
 // Without a CUDA device it prints "skipped: no CUDA device", writes nothing and exits 0.
 // `bench_gpu --smoke --out PATH` runs every workload on sim(0) at tiny sizes instead: a check of
 // the suite's code without a GPU (its figures mean nothing).

@@ -46,11 +46,14 @@ void check_same_parameters(const nn::Block& a, const nn::Block& b) {
 
 // `steps` SGD steps of an eager and a hybridized copy of one network on the same batches;
 // their losses, gradients, parameters and running statistics must agree bit for bit.
-void check_training_equals_eager(Device device, bool batch_norm, int steps) {
+// `options`: how the hybridized copy records (CaptureOptions::fail_as_one_unit changes only
+// how a failure spreads, never a value).
+void check_training_equals_eager(Device device, bool batch_norm, int steps,
+                                 CaptureOptions options = {}) {
   auto eager = make_mlp(device, batch_norm);
   auto hybrid = make_mlp(device, batch_norm);
   copy_parameters(*eager, *hybrid);
-  hybrid->hybridize();
+  hybrid->hybridize(true, options);
   nn::Trainer eager_trainer(eager->collect_params(), nn::SGD(0.1, 0.9));
   nn::Trainer hybrid_trainer(hybrid->collect_params(), nn::SGD(0.1, 0.9));
   for (int step = 0; step < steps; ++step) {
@@ -89,6 +92,66 @@ TEST_SUITE("frontend.hybridize_autograd") {
     std::vector<Device> devices{cpu()};
     if (device_count(DeviceKind::sim) > 0) devices.push_back(sim(0));
     for (Device device : devices) check_training_equals_eager(device, true, 3);
+  }
+
+  TEST_CASE("a network hybridized to fail as one unit trains to the eager values, cpu and sim") {
+    std::vector<Device> devices{cpu()};
+    if (device_count(DeviceKind::sim) > 0) devices.push_back(sim(0));
+    for (Device device : devices) {
+      check_training_equals_eager(device, true, 3, {.fail_as_one_unit = true});
+      check_training_equals_eager(device, false, 3, {.fail_as_one_unit = true});
+    }
+  }
+
+  TEST_CASE("hybridized to fail as one unit, a sim forward and its backward are a graph each") {
+    if (device_count(DeviceKind::sim) == 0) return;
+    // Under the eager error rule a device graph run ends at every intermediate the backward
+    // saves (a var written by an op other than the run's last); failing as one unit, each half
+    // is one run of sim(0) compute ops. Counted: device graphs, and ops entered outside them.
+    struct Units {
+      int graphs = 0;
+      int others = 0;
+    };
+    const auto units_per_step = [](CaptureOptions options) {
+      auto net = make_mlp(sim(0), true);
+      net->hybridize(true, options);
+      const NDArray x = nd::random::uniform({5, 8}, sim(0));
+      const auto step = [&] {
+        NDArray loss;
+        {
+          auto recording = ag::record();
+          loss = nd::sum((*net)(x));
+        }
+        loss.backward();
+        nd::waitall();
+      };
+      for (int i = 0; i < 3; ++i) step();
+      profiler::clear();
+      profiler::start();
+      step();
+      profiler::stop();
+      Units units;
+      for (const profiler::OpEvent& e : profiler::events()) {
+        if (e.name == "device graph") {
+          ++units.graphs;
+        } else if (e.name != "delete_var") {
+          ++units.others;
+        }
+      }
+      return units;
+    };
+    const Units eager_rule = units_per_step({});
+    const Units one_unit = units_per_step({.fail_as_one_unit = true});
+    CAPTURE(eager_rule.graphs);
+    CAPTURE(eager_rule.others);
+    CAPTURE(one_unit.others);
+    CHECK(one_unit.graphs == 2);
+    // Outside the graphs: the copy of x into the static input, the loss's sum and its head
+    // gradient (ones_like), the copy of that gradient into the static head gradient.
+    CHECK(one_unit.others == 4);
+    CHECK(eager_rule.graphs + eager_rule.others > one_unit.graphs + one_unit.others);
+    MESSAGE("per step, eager error rule: " << eager_rule.graphs << " device graphs + "
+                                           << eager_rule.others << " other ops");
   }
 
   TEST_CASE("the naive engine trains the hybridized MLP to the same parameters") {

@@ -251,6 +251,42 @@ TEST_SUITE("frontend.hybridize") {
     CHECK(hybrid({six, good})[0].to_vector<int>() == std::vector<int>{7, 4, 3});
   }
 
+  TEST_CASE("failing as one unit, an error on an accelerator poisons every output of the call") {
+    if (device_count(DeviceKind::sim) == 0) return;
+    const auto divide = [](const std::vector<NDArray>& in) {
+      NDArray quotient = in[0] / in[1];
+      return std::vector{quotient + 1, in[0] * 2};
+    };
+    const NDArray six = nd::full({3}, 6, nd::int32, sim(0));
+    const NDArray good = nd::from_vector(std::vector<std::int32_t>{1, 2, 3}).copyto(sim(0));
+    const NDArray bad = nd::from_vector(std::vector<std::int32_t>{1, 0, 2}).copyto(sim(0));
+    const auto drain = [] {
+      try {
+        nd::waitall();
+      } catch (const Error&) {
+      }
+      nd::waitall();
+    };
+    // The eager rule: only what depends on the failing division is poisoned.
+    nd::Hybridized apart = nd::hybridize(divide);
+    CHECK(apart({six, good})[0].to_vector<int>() == std::vector<int>{7, 4, 3});
+    const std::vector<NDArray> first = apart({six, bad});
+    check_error([&] { first[0].wait_to_read(); }, {"integer division by zero"});
+    CHECK(first[1].to_vector<int>() == std::vector<int>{12, 12, 12});
+    drain();
+    // One unit: the three ops are one device graph, and its failure is every output's.
+    nd::Hybridized whole = nd::hybridize(divide, {.fail_as_one_unit = true});
+    CHECK(whole({six, good})[0].to_vector<int>() == std::vector<int>{7, 4, 3});
+    const std::vector<NDArray> second = whole({six, bad});
+    check_error([&] { second[0].wait_to_read(); }, {"integer division by zero"});
+    check_error([&] { second[1].wait_to_read(); }, {"integer division by zero"});
+    drain();
+    // The next call that succeeds clears both.
+    const std::vector<NDArray> third = whole({six, good});
+    CHECK(third[0].to_vector<int>() == std::vector<int>{7, 4, 3});
+    CHECK(third[1].to_vector<int>() == std::vector<int>{12, 12, 12});
+  }
+
   TEST_CASE("a sync inside the function while it records is a tandem::Error; nothing is kept") {
     const std::vector<std::pair<const char*, nd::ArrayFunction>> syncing = {
         {"scalar",

@@ -42,10 +42,17 @@ struct StepCounts {
 
 constexpr int kProfiledSteps = 3;
 
-// Profiles kProfiledSteps steps of batch 64 (after warm-up steps), each waited for: eager
-// (record, backward, Trainer::step) or as one replayed TrainingStep.
-StepCounts profile_steps(bool replayed) {
+// How the profiled steps run: eager (record, backward, Trainer::step), the same with the
+// network hybridized (with the eager error rule, or failing as one unit), or as one replayed
+// TrainingStep.
+enum class StepMode { eager, hybridized, hybridized_one_unit, replayed };
+
+// Profiles kProfiledSteps steps of batch 64 (after warm-up steps), each waited for.
+StepCounts profile_steps(StepMode mode) {
+  const bool replayed = mode == StepMode::replayed;
   auto net = lenet_bn();
+  if (mode == StepMode::hybridized) net->hybridize();
+  if (mode == StepMode::hybridized_one_unit) net->hybridize(true, {.fail_as_one_unit = true});
   nn::Trainer trainer(net->collect_params(), nn::SGD(0.1));
   nn::TrainingStep whole(*net, trainer, summed_cross_entropy);
   const NDArray x = nd::random::uniform({64, 1, 8, 8}, sim(0));
@@ -77,6 +84,7 @@ StepCounts profile_steps(bool replayed) {
   }
   profiler::stop();
   if (replayed) CHECK(whole.last_call_replayed());
+  if (net->hybridized()) CHECK(net->hybrid_cache()->last_call_replayed());
   StepCounts counts;
   counts.allocations = pool.stats().raw_allocations - before;
   for (const profiler::OpEvent& e : profiler::events()) {
@@ -101,7 +109,7 @@ std::string describe(const StepCounts& counts) {
 TEST_SUITE("frontend.step_counts") {
   TEST_CASE("an eager LeNet-BN step on sim(0): 26 ops, 44 launches, no allocation") {
     if (device_count(DeviceKind::sim) == 0) return;
-    const StepCounts counts = profile_steps(false);
+    const StepCounts counts = profile_steps(StepMode::eager);
     CAPTURE(describe(counts));
     // Forward 11 (2 x conv2d, batch_norm, relu, max_pool2d; linear (the dense layer's product
     // and bias), softmax_cross_entropy, sum), backward 14 (the head's ones_like,
@@ -124,7 +132,7 @@ TEST_SUITE("frontend.step_counts") {
 
   TEST_CASE("a replayed LeNet-BN TrainingStep on sim(0): 1 device graph, 3 units, no allocation") {
     if (device_count(DeviceKind::sim) == 0) return;
-    const StepCounts counts = profile_steps(true);
+    const StepCounts counts = profile_steps(StepMode::replayed);
     CAPTURE(describe(counts));
     // A TrainingStep's window fails as one unit (CaptureOptions::fail_as_one_unit), so its
     // device graph may join any consecutive sim(0) compute ops: the step has no host op and no
@@ -138,6 +146,36 @@ TEST_SUITE("frontend.step_counts") {
     // functions ran once, when it was recorded; had the capture failed (a launch function
     // that waits or records), they would run at every replay and count the step's 42 here.
     CHECK(counts.launches == doctest::Approx(2));
+    CHECK(counts.allocations == 0);
+  }
+
+  TEST_CASE("a hybridized LeNet-BN step on sim(0): 2 device graphs among 24 units") {
+    if (device_count(DeviceKind::sim) == 0) return;
+    const StepCounts counts = profile_steps(StepMode::hybridized);
+    CAPTURE(describe(counts));
+    // The eager error rule lets a device graph hold only a chain whose intermediates nothing
+    // else reads; the forward saves its intermediates for the backward, so most of the net's
+    // ops are entered one by one (conv2d, batch_norm, relu, max_pool2d, linear, the backward's
+    // convolution and dense gradients): 2 short graphs and 22 other ops, 38 launches outside
+    // the graphs.
+    CHECK(counts.device_graphs == doctest::Approx(2));
+    CHECK(counts.ops == doctest::Approx(24));
+    CHECK(counts.launches == doctest::Approx(38));
+    CHECK(counts.allocations == 0);
+  }
+
+  TEST_CASE("a LeNet-BN step hybridized to fail as one unit on sim(0): 2 device graphs, 9 units") {
+    if (device_count(DeviceKind::sim) == 0) return;
+    const StepCounts counts = profile_steps(StepMode::hybridized_one_unit);
+    CAPTURE(describe(counts));
+    // The net's forward and its backward are a device graph each; outside them: the copy of x
+    // into the static input, the loss (softmax_cross_entropy, sum) and its head gradient
+    // (ones_like, softmax_cross_entropy_backward), the copy of that gradient into the static
+    // head gradient, the multi_sgd_update.
+    CHECK(counts.device_graphs == doctest::Approx(2));
+    CHECK(counts.ops == doctest::Approx(9));
+    // Launches outside the graphs: one per op but the sum's two (a kernel and a CUB call).
+    CHECK(counts.launches == doctest::Approx(8));
     CHECK(counts.allocations == 0);
   }
 }

@@ -62,7 +62,7 @@ struct EdgeHash {
 }  // namespace
 
 std::shared_ptr<HybridBackward> capture_backward(
-    Engine& engine, const std::vector<NDArray>& static_inputs,
+    Engine& engine, const CaptureOptions& options, const std::vector<NDArray>& static_inputs,
     const std::vector<NDArray>& recorded_outputs,
     const std::vector<const autograd::detail::Node*>& recorded_nodes, std::string& not_replayable) {
   auto backward = std::make_shared<HybridBackward>();
@@ -128,7 +128,7 @@ std::shared_ptr<HybridBackward> capture_backward(
   std::vector<NDArray> gradients;
   {
     CaptureWindow window;
-    backward->graph = capture(engine, [&] {
+    backward->graph = capture(engine, options, [&] {
       gradients = autograd::detail::grad_of_edges(heads, targets, backward->head_grads, true);
     });
   }
@@ -154,7 +154,7 @@ std::shared_ptr<HybridBackward> capture_backward(
     std::vector<NDArray> direct;
     {
       CaptureWindow window;
-      backward->direct_graph = capture(engine, [&] {
+      backward->direct_graph = capture(engine, options, [&] {
         direct = autograd::detail::grad_of_edges(heads, targets, backward->head_grads, true,
                                                  &destinations);
       });

@@ -34,6 +34,7 @@
 
 #include "autograd/tape.h"
 #include "tandem/engine.h"
+#include "tandem/graph.h"
 #include "tandem/nd/ndarray.h"
 
 namespace tandem::nd::detail {
@@ -44,9 +45,11 @@ struct HybridBackward;
 // (with their tape), `recorded_nodes` the nodes its run recorded. Returns null when no output
 // needs a gradient. Returns null and sets `not_replayable` when the tape leaves the recording
 // through an array that is not a leaf (an output of a recorded op from before the call, which
-// the function reads from outside): its gradient cannot be captured.
+// the function reads from outside): its gradient cannot be captured. The backward graphs are
+// captured with the forward's `options` (a forward that fails as one unit has a backward that
+// does too).
 std::shared_ptr<HybridBackward> capture_backward(
-    Engine& engine, const std::vector<NDArray>& static_inputs,
+    Engine& engine, const CaptureOptions& options, const std::vector<NDArray>& static_inputs,
     const std::vector<NDArray>& recorded_outputs,
     const std::vector<const autograd::detail::Node*>& recorded_nodes, std::string& not_replayable);
 

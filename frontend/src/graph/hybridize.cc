@@ -205,7 +205,7 @@ HybridCache::Entry* HybridCache::record(const ArrayFunction& fn,
   }
   if (recording) {
     std::string not_replayable;
-    entry->backward = detail::capture_backward(engine, entry->inputs, entry->outputs,
+    entry->backward = detail::capture_backward(engine, options_, entry->inputs, entry->outputs,
                                                recorded_nodes, not_replayable);
     if (!not_replayable.empty()) {
       // Keep the signature, drop the recording: calls run eagerly (hybridize.h).
@@ -220,12 +220,13 @@ HybridCache::Entry* HybridCache::record(const ArrayFunction& fn,
   return entries_.back().get();
 }
 
-Hybridized::Hybridized(ArrayFunction fn) : fn_(std::move(fn)) {
+Hybridized::Hybridized(ArrayFunction fn, CaptureOptions options)
+    : fn_(std::move(fn)), cache_(options) {
   if (!fn_) throw Error("tandem: hybridize: the function is empty; pass a callable");
 }
 
-Hybridized hybridize(ArrayFunction fn) {
-  return Hybridized(std::move(fn));
+Hybridized hybridize(ArrayFunction fn, CaptureOptions options) {
+  return Hybridized(std::move(fn), options);
 }
 
 }  // namespace tandem::nd

@@ -76,9 +76,9 @@ nd::NDArray Block::operator()(const nd::NDArray& x) {
   return hybrid_->call(run_forward, {x})[0];
 }
 
-void Block::hybridize(bool active) {
+void Block::hybridize(bool active, CaptureOptions options) {
   parameters_ready_ = false;
-  hybrid_ = active ? std::make_unique<nd::HybridCache>() : nullptr;
+  hybrid_ = active ? std::make_unique<nd::HybridCache>(options) : nullptr;
 }
 
 ParameterDict Block::collect_params() const {

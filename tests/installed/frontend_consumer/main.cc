@@ -89,6 +89,11 @@ void hybridize_and_export(const std::filesystem::path& dir) {
   for (int call = 0; call < 3; ++call) {
     require(net(x).to_vector<float>() == eager, "a hybridized call differs from the eager one");
   }
+  net.hybridize(true, {.fail_as_one_unit = true});
+  for (int call = 0; call < 3; ++call) {
+    require(net(x).to_vector<float>() == eager,
+            "a call hybridized to fail as one unit differs from the eager one");
+  }
   const nn::ExportedFiles files = nn::export_block(net, x, (dir / "consumer").string());
   auto imported = nn::ImportedBlock::load(files.graph, files.params);
   require((*imported)(x).to_vector<float>() == eager, "the imported block differs from the net");

@@ -69,9 +69,15 @@
 //   two engines) throws tandem::Error at the call. A HybridCache made with
 //   CaptureOptions::fail_as_one_unit (as nn::TrainingStep's is) records windows that fail as one
 //   unit instead: fewer device graphs, and a failure poisons every array its graph writes.
-//   hybridize() and Block::hybridize() keep the eager error rule: their outputs are values a
-//   caller reads one by one (a forward's outputs, its saved intermediates for backward), and
-//   one output's failure must not poison another computed apart from it.
+//   hybridize() and Block::hybridize() keep the eager error rule by default: their outputs are
+//   values a caller reads one by one (a forward's outputs, its saved intermediates for
+//   backward), and one output's failure must not poison another computed apart from it. Both
+//   take the options to opt in (hybridize(fn, {.fail_as_one_unit = true}),
+//   net.hybridize(true, {.fail_as_one_unit = true})): on an accelerator the forward then
+//   replays as one device graph per run of ops of one device and queue, and the backward too
+//   (its graphs are captured with the same options), where the eager rule cuts a run at every
+//   intermediate that the backward saves. A failure then poisons all the call's outputs, or
+//   all the gradients of its backward, with that one error.
 // - One caller at a time: concurrent calls on one object race on its static arrays. Destroy
 //   the object (or clear()) before the engine its arrays use.
 #pragma once
@@ -129,7 +135,7 @@ class HybridCache {
 // A function of NDArrays that records once per input signature and replays after.
 class Hybridized {
  public:
-  explicit Hybridized(ArrayFunction fn);
+  explicit Hybridized(ArrayFunction fn, CaptureOptions options = {});
 
   std::vector<NDArray> operator()(const std::vector<NDArray>& inputs) {
     return cache_.call(fn_, inputs);
@@ -142,7 +148,7 @@ class Hybridized {
   HybridCache cache_;
 };
 
-// Hybridized(fn): see the top of the file.
-Hybridized hybridize(ArrayFunction fn);
+// Hybridized(fn, options): see the top of the file.
+Hybridized hybridize(ArrayFunction fn, CaptureOptions options = {});
 
 }  // namespace tandem::nd

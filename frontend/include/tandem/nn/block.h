@@ -95,7 +95,13 @@ class Block {
   // Block::initialize(force_reinit) and cast() forget the recordings (they replace parameter
   // arrays); replacing one by hand (Parameter::initialize or cast) needs hybridize() again.
   // hybridize(false) goes back to the eager path.
-  void hybridize(bool active = true);
+  // `options` (tandem/graph.h): {.fail_as_one_unit = true} records the forward and its
+  // backward as windows that fail as one unit (tandem/nd/hybridize.h): on an accelerator a
+  // network's forward replays as one device graph and its backward as one, instead of a graph
+  // per chain of ops; a failure poisons every output of the call (every gradient of its
+  // backward). The default keeps the errors of eager calls.
+  //   net.hybridize(true, {.fail_as_one_unit = true});
+  void hybridize(bool active = true, CaptureOptions options = {});
   bool hybridized() const { return hybrid_ != nullptr; }
   // The recordings (null unless hybridized): how many signatures, whether the last call
   // replayed.
