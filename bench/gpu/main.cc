@@ -15,6 +15,8 @@
 //   dot_1024, dot_4096, dot_8192  square float32 products (TFLOP/s)
 //   h2d/d2h_pageable/pinned       1 GiB copies (256 MiB with --quick) (GB/s)
 //   conv_fwd, conv_bwd_data, conv_bwd_weight   batch 256, 64 -> 64 channels, 3x3, 28x28 (ms)
+//   conv_lenet_fwd/_bwd_data/_bwd_weight   lenet_bn's second convolution, batch 64, 16 -> 32
+//                                 channels, 3x3, 4x4 (us per call, calls queued, one wait)
 //   lenet_bn_epoch(_hybridized)   one epoch of lenet_bn, batch 64, on 1437 8x8 images (s), on
 //                                 cuda(0) and (tandem_cpu) on the cpu
 //   lenet_bn_epoch_hybridized_one_unit   the same epoch hybridized with {.fail_as_one_unit}
