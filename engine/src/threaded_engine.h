@@ -67,7 +67,7 @@ class ThreadedEngine final : public EngineCore {
   // resolves its failures (wait_all, shutdown).
   void settle_device_work(std::uint64_t pushed_before, Deadline deadline);
   // Waits for `work` to end; false if `deadline` passed first.
-  static bool wait_for_device(const DeviceWork& work, Deadline deadline);
+  bool wait_for_device(const DeviceWork& work, Deadline deadline);
   // The same with the wait report of `call` (warning, TimeoutError).
   void wait_for_device_reported(const DeviceWork& work, Deadline deadline, const char* call);
   // wait_all's drain of the epoch of parity `parity` (see wait_all), and its report.

@@ -59,3 +59,30 @@ TEST_CASE("a CPU op waiting for a sim result does not hold the only CPU worker")
   CHECK(other_ran_at.load() < reader_ran_at.load());
   engine->wait_all();
 }
+
+TEST_CASE("wait_for_var on running device work times out, and a long wait sleeps, not spins") {
+  // The front end's waits on device work poll with a deadline (the caller's, or the watchdog's
+  // two minutes): first by looking for spin_before_park, then by sleeping. The look must not
+  // outlast a short timeout, and a long wait must leave the core to others.
+  SimTestEngine engine(sim_engine_config(EngineKind::threaded));
+  Var x = engine.var();
+  std::int64_t value = 0;
+  engine->push(
+      [&value](RunContext& ctx) {
+        ctx.stream()->enqueue_host([&value] { value = 7; }, cost_ms(300));
+      },
+      sim(0), {}, {x}, {.name = "slow device write"});
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(engine->wait_for_var(x, 20ms), TimeoutError);
+  const double cpu_before = thread_cpu_ms();
+  engine->wait_for_var(x);
+  const double cpu_ms = thread_cpu_ms() - cpu_before;
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(cpu_ms);
+  CAPTURE(wall_ms);
+  CHECK(value == 7);
+  CHECK(wall_ms > 150);
+  CHECK(cpu_ms < 0.2 * wall_ms);
+  engine->wait_all();
+}

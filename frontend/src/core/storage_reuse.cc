@@ -4,7 +4,8 @@
 // per engine. Both the decision to park (is the engine still known to be alive?) and the
 // freeing of an engine's parked storages happen under it, so a storage parked by a worker while
 // the last scope on its engine closes is either freed by that close or not parked at all.
-// The FIFO is a fixed array: parking never allocates, since it runs in release (noexcept).
+// The FIFO is a fixed array: parking never allocates, since it runs in release (noexcept). It
+// holds both classes of storages (large, and small accelerator ones), each bounded apart.
 #include "core/storage_reuse.h"
 
 #include <array>
@@ -23,10 +24,34 @@ struct ParkedStorage {
   Storage* storage = nullptr;
 };
 
+// The two classes of parked storages, each with its own bound (storage_reuse.h).
+enum StorageClass : std::size_t { large_storage = 0, small_storage = 1 };
+
+constexpr std::size_t kParkCapacity = kMaxParkedStorages + kMaxParkedSmallStorages;
+constexpr std::array<std::size_t, 2> kMaxPerClass{kMaxParkedStorages, kMaxParkedSmallStorages};
+
+StorageClass class_of(std::size_t bytes) noexcept {
+  return bytes < kParkedFromBytes ? small_storage : large_storage;
+}
+
+// What a parked storage holds of its pool: an accelerator block is its size class, as the
+// device pool counts it in use (a 4-byte array holds a 512-byte block); none if its allocation
+// failed (left to its first op, storage.cc).
+std::size_t block_bytes(const Storage& storage) noexcept {
+  if (storage.data.load(std::memory_order_relaxed) == nullptr) return 0;
+  return storage.accelerator != nullptr ? MemoryPool::size_class(storage.bytes) : storage.bytes;
+}
+
+// Whether a storage of `bytes` on `device` is parked at all.
+bool parkable(Device device, std::size_t bytes) noexcept {
+  if (bytes == 0 || bytes > kMaxParkedBytes) return false;
+  return bytes >= kParkedFromBytes || device.kind != DeviceKind::cpu;
+}
+
 class StoragePark {
  public:
   bool park(Storage* storage, Engine& owner) noexcept {
-    std::array<ParkedStorage, kMaxParkedStorages> evicted;
+    std::array<ParkedStorage, kParkCapacity> evicted;
     std::size_t evicted_count = 0;
     {
       std::lock_guard lock(mutex_);
@@ -34,10 +59,16 @@ class StoragePark {
           open_scopes_.find(&owner) == open_scopes_.end()) {
         return false;
       }
-      while (count_ == kMaxParkedStorages || bytes_ + storage->bytes > kMaxParkedBytes) {
+      // The oldest of the same class makes room; the bytes bound, the oldest of any class.
+      const StorageClass kind = class_of(storage->bytes);
+      while (count_of_[kind] == kMaxPerClass[kind]) {
+        evicted[evicted_count++] = remove_locked(oldest_of_locked(kind));
+      }
+      while (bytes_ + storage->bytes > kMaxParkedBytes) {
         evicted[evicted_count++] = remove_locked(0);
       }
       parked_[count_++] = {&owner, storage};
+      ++count_of_[kind];
       bytes_ += storage->bytes;
       published_count_.store(count_, std::memory_order_relaxed);
     }
@@ -100,16 +131,24 @@ class StoragePark {
     std::lock_guard lock(mutex_);
     std::size_t bytes = 0;
     for (std::size_t i = 0; i < count_; ++i) {
-      if (parked_[i].storage->device == device) bytes += parked_[i].storage->bytes;
+      if (parked_[i].storage->device == device) bytes += block_bytes(*parked_[i].storage);
     }
     return bytes;
   }
 
  private:
+  // The index of the oldest parked storage of class `kind` (one exists).
+  std::size_t oldest_of_locked(StorageClass kind) const noexcept {
+    std::size_t i = 0;
+    while (class_of(parked_[i].storage->bytes) != kind) ++i;
+    return i;
+  }
+
   ParkedStorage remove_locked(std::size_t index) noexcept {
     const ParkedStorage removed = parked_[index];
     for (std::size_t i = index + 1; i < count_; ++i) parked_[i - 1] = parked_[i];
     --count_;
+    --count_of_[class_of(removed.storage->bytes)];
     bytes_ -= removed.storage->bytes;
     published_count_.store(count_, std::memory_order_relaxed);
     return removed;
@@ -122,7 +161,7 @@ class StoragePark {
   // Frees the parked storages that `chosen` picks; true when there was one.
   template <class Chosen>
   bool free_parked_if(Chosen chosen) noexcept {
-    std::array<ParkedStorage, kMaxParkedStorages> freed;
+    std::array<ParkedStorage, kParkCapacity> freed;
     std::size_t freed_count = 0;
     {
       std::lock_guard lock(mutex_);
@@ -141,8 +180,9 @@ class StoragePark {
   }
 
   std::mutex mutex_;
-  std::array<ParkedStorage, kMaxParkedStorages> parked_{};  // oldest first, count_ of them
+  std::array<ParkedStorage, kParkCapacity> parked_{};  // oldest first, count_ of them
   std::size_t count_ = 0;
+  std::array<std::size_t, 2> count_of_{};  // of count_, by StorageClass
   std::size_t bytes_ = 0;
   std::atomic<std::size_t> published_count_{0};  // count_, readable without the mutex
   std::atomic<Engine*> process_engine_{nullptr};
@@ -158,15 +198,12 @@ StoragePark& park() {
 }  // namespace
 
 bool park_storage(Storage* storage, Engine& owner) noexcept {
-  if (storage->pinned != nullptr || storage->bytes < kParkedFromBytes ||
-      storage->bytes > kMaxParkedBytes) {
-    return false;
-  }
+  if (storage->pinned != nullptr || !parkable(storage->device, storage->bytes)) return false;
   return park().park(storage, owner);
 }
 
 Storage* take_parked_storage(const Engine& engine, Device device, std::size_t bytes) noexcept {
-  if (bytes < kParkedFromBytes || bytes > kMaxParkedBytes) return nullptr;
+  if (!parkable(device, bytes)) return nullptr;
   return park().take(engine, device, bytes);
 }
 

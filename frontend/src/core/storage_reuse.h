@@ -24,10 +24,12 @@
 // queued on the old array, and `wait_to_read` on the new array waits for them too. The engine
 // runs ready ops roughly in push order, so those older ops would mostly have run first anyway;
 // what is lost is the chance to run the new array's op beside them. Limits keep that small:
-// only storage from kParkedFromBytes up is parked (small host blocks are cheap to get from
-// malloc; pinned host storage is never parked), at most kMaxParkedStorages of them and
-// kMaxParkedBytes in all (past that the oldest goes the usual deletion path), and a new array
-// takes the oldest parked storage of its size, whose queue is the most likely to have drained.
+// only host storage from kParkedFromBytes up is parked (small host blocks are cheap to get from
+// malloc, and a tiny array's deletion usually runs at once on the releasing thread; pinned host
+// storage is never parked), at most kMaxParkedStorages of them and kMaxParkedBytes in all, plus
+// kMaxParkedSmallStorages small accelerator storages (past that the oldest of its class goes
+// the usual deletion path), and a new array takes the oldest parked storage of its size, whose
+// queue is the most likely to have drained.
 //
 // On an accelerator (issue 22) this is the caching allocators' stream-ordered reuse (PyTorch's
 // on one stream, cudaMallocAsync's): a never-syncing loop on a GPU runs far ahead of its
@@ -60,9 +62,16 @@ namespace tandem::nd::detail {
 struct Storage;
 
 // Host arrays of at least this many bytes are parked (the host pool's first pooled size).
+// Accelerator arrays of any size are: a device block is never cheap to get (a pool's lock, or a
+// cudaMalloc while the pool is cold), and a dead device array's deletion op must wait for its
+// fences before its deleter may run.
 inline constexpr std::size_t kParkedFromBytes = 16 * 1024;
-// At most this many storages are parked at once, over all engines and sizes.
+// At most this many storages of kParkedFromBytes or more are parked at once, over all engines
+// and sizes.
 inline constexpr std::size_t kMaxParkedStorages = 8;
+// And at most this many smaller (accelerator) ones, beside them: a small block never evicts a
+// large one.
+inline constexpr std::size_t kMaxParkedSmallStorages = 8;
 // The bytes of all parked storages together stay at most this; a bigger array is never parked.
 inline constexpr std::size_t kMaxParkedBytes = std::size_t{256} << 20;
 
