@@ -2,8 +2,12 @@
 // settling fences before CPU ops, and turning device failures into the engine's error records.
 // docs/design.md ("Accelerators") explains the design: completion at launch plus per-var fences.
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
+#include <memory_resource>
 #include <utility>
 #include <vector>
 
@@ -19,6 +23,20 @@ namespace {
 bool older(const ErrorRef& a, const ErrorRef& b) {
   return a && (!b || pushed_before(*a, *b));
 }
+
+// Scratch for the fence lists of one launch or one settle, on the caller's stack: a typical
+// op's (a few vars, a fence or two each) fit, so they cost no heap allocation; more spill to
+// the heap (issue 22, item 2: a dependent tiny op made 7 allocations in launch, 5 of them for
+// these lists).
+class FenceScratch {
+ public:
+  FenceScratch() : arena_(bytes_.data(), bytes_.size()) {}
+  std::pmr::memory_resource* resource() { return &arena_; }
+
+ private:
+  alignas(std::max_align_t) std::array<std::byte, 1024> bytes_;
+  std::pmr::monotonic_buffer_resource arena_;
+};
 
 }  // namespace
 
@@ -37,7 +55,9 @@ namespace {
 // write. Calls `visit` on each, outside the var's lock; stops early when `visit` returns false.
 template <class Visit>
 bool for_each_fence(OpRecord* op, Visit visit) {
-  std::vector<DeviceWorkRef> works;
+  FenceScratch scratch;
+  std::pmr::vector<DeviceWorkRef> works(scratch.resource());
+  works.reserve(8);
   for (std::uint32_t i = 0; i < op->num_slots; ++i) {
     const VarSlot& slot = op->slots[i];
     VarState* var = slot.var;
@@ -134,8 +154,10 @@ ErrorRef EngineCore::resolve_locked(DeviceWork& root) {
 
 ErrorRef EngineCore::settle_fences(OpRecord* op) noexcept {
   ErrorRef oldest;
-  std::vector<DeviceWorkRef> works;
+  FenceScratch scratch;
+  std::pmr::vector<DeviceWorkRef> works(scratch.resource());
   try {
+    works.reserve(8);
     for (std::uint32_t i = 0; i < op->num_slots; ++i) {
       const VarSlot& slot = op->slots[i];
       VarState* var = slot.var;
@@ -176,10 +198,13 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   op->worker = stream.index();
   const DeviceKind kind = stream.device().kind;
   std::exception_ptr error;
+  FenceScratch scratch;
   // Device-side waits: (work, whether the op reads what it produced).
-  std::vector<std::pair<DeviceWorkRef, bool>> device_waits;
+  std::pmr::vector<std::pair<DeviceWorkRef, bool>> device_waits(scratch.resource());
+  device_waits.reserve(8);
   // Of those, the ones whose failure the op's stream inherits (DeviceWork::inputs).
-  std::vector<DeviceWorkRef> inputs;
+  std::pmr::vector<DeviceWorkRef> inputs(scratch.resource());
+  inputs.reserve(4);
   ErrorRef fence_error;
   std::exception_ptr deferred_launch_error;  // see DeviceWork::launch_error
   // A read input whose failure is known now: resolved on the host, and the op is skipped.
@@ -188,7 +213,8 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   };
   try {
     if (op->needs_fence_sync.load(std::memory_order_relaxed)) {
-      std::vector<DeviceWorkRef> works;
+      std::pmr::vector<DeviceWorkRef> works(scratch.resource());
+      works.reserve(8);
       for (std::uint32_t i = 0; i < op->num_slots; ++i) {
         const VarSlot& slot = op->slots[i];
         VarState* var = slot.var;
@@ -317,7 +343,10 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
       work->op_name = op->props.name;
       work->device = op->device;
       // Untracked work is never pruned, so it must not keep its inputs alive.
-      if (tracker != nullptr) work->inputs = std::move(inputs);
+      if (tracker != nullptr) {
+        work->inputs.assign(std::make_move_iterator(inputs.begin()),
+                            std::make_move_iterator(inputs.end()));
+      }
       work->launch_error = deferred_launch_error;
       if (error) {
         // The op fails with its launch function's error; the vars it writes carry that poison,

@@ -73,7 +73,9 @@ struct VarFences {
   }
   // What an op accessing the var must wait for: a read waits for the last write; a write also
   // for every read since.
-  void collect(bool for_write, std::vector<DeviceWorkRef>& out) const {
+  // `out` is a vector of DeviceWorkRef (std:: or std::pmr::).
+  template <class Works>
+  void collect(bool for_write, Works& out) const {
     if (write) out.push_back(write);
     if (for_write) out.insert(out.end(), reads.begin(), reads.end());
   }
