@@ -61,6 +61,13 @@ void AcceleratorExecutor::run() {
     OpRecord* op = nullptr;
     {
       std::unique_lock lock(mutex_);
+      if (ready_.empty() && !stopping_ && launches_since_prune_ > 0) {
+        // About to sleep: drop what has ended meanwhile (its events, its chains of inputs).
+        lock.unlock();
+        prune();
+        launches_since_prune_ = 0;
+        lock.lock();
+      }
       wake_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
       if (ready_.empty()) return;  // stopping and nothing left
       op = ready_.top();
@@ -76,7 +83,10 @@ void AcceleratorExecutor::run() {
       }
     }
     engine_.launch(op, streams_.choose(accelerator_, *op), synchronize_each_op_, this);
-    prune();
+    if (++launches_since_prune_ == kLaunchesPerPrune) {
+      prune();
+      launches_since_prune_ = 0;
+    }
   }
 }
 

@@ -60,6 +60,13 @@ class AcceleratorExecutor final : public DeviceWorkTracker {
   // Drops the ended work at the front of `outstanding_`, resolving failures first.
   void prune();
 
+  // The launcher prunes after every kLaunchesPerPrune launches and before it sleeps, not after
+  // each launch: a prune queries the events of the work it finds ended and of the first one
+  // still running, and on cuda a query is a driver call (two when the work is still running:
+  // the cudaGetLastError that clears its cudaErrorNotReady). Pruning after each launch cost a
+  // dependent tiny op two or three driver calls beside its launch and event record.
+  static constexpr int kLaunchesPerPrune = 16;
+
   Accelerator& accelerator_;
   EngineCore& engine_;
   const bool synchronize_each_op_;
@@ -76,7 +83,8 @@ class AcceleratorExecutor final : public DeviceWorkTracker {
   mutable std::mutex outstanding_mutex_;
   std::deque<DeviceWorkRef> outstanding_;  // pushed and popped by the launcher only
 
-  StreamChooser streams_;  // launcher only
+  StreamChooser streams_;         // launcher only
+  int launches_since_prune_ = 0;  // launcher only
   std::thread launcher_;
 };
 
