@@ -39,7 +39,8 @@ void waitall(std::chrono::milliseconds timeout);
 // Bytes of dead arrays' memory on `device` that the front end keeps, block and var together, for
 // the next new array of the same size (stream-ordered reuse: a never-syncing loop then cycles
 // through a few blocks instead of allocating one per iteration; docs/design.md). A device pool
-// counts them as in use; an allocation that finds the device short frees them first.
+// counts them as in use, and so does this count: a device block at its pool size class (a
+// 4-byte array holds 512 bytes). An allocation that finds the device short frees them first.
 std::size_t reusable_bytes(Device device);
 
 class EngineScope {
