@@ -31,7 +31,14 @@ bool older(const ErrorRef& a, const ErrorRef& b) {
 class FenceScratch {
  public:
   FenceScratch() : arena_(bytes_.data(), bytes_.size()) {}
-  std::pmr::memory_resource* resource() { return &arena_; }
+  // An empty list on the scratch with room for `capacity` entries (declare it after the
+  // scratch, so that it goes first).
+  template <class T>
+  std::pmr::vector<T> list(std::size_t capacity) {
+    std::pmr::vector<T> entries(&arena_);
+    entries.reserve(capacity);
+    return entries;
+  }
 
  private:
   alignas(std::max_align_t) std::array<std::byte, 1024> bytes_;
@@ -56,8 +63,7 @@ namespace {
 template <class Visit>
 bool for_each_fence(OpRecord* op, Visit visit) {
   FenceScratch scratch;
-  std::pmr::vector<DeviceWorkRef> works(scratch.resource());
-  works.reserve(8);
+  std::pmr::vector<DeviceWorkRef> works = scratch.list<DeviceWorkRef>(8);
   for (std::uint32_t i = 0; i < op->num_slots; ++i) {
     const VarSlot& slot = op->slots[i];
     VarState* var = slot.var;
@@ -155,9 +161,8 @@ ErrorRef EngineCore::resolve_locked(DeviceWork& root) {
 ErrorRef EngineCore::settle_fences(OpRecord* op) noexcept {
   ErrorRef oldest;
   FenceScratch scratch;
-  std::pmr::vector<DeviceWorkRef> works(scratch.resource());
   try {
-    works.reserve(8);
+    std::pmr::vector<DeviceWorkRef> works = scratch.list<DeviceWorkRef>(8);
     for (std::uint32_t i = 0; i < op->num_slots; ++i) {
       const VarSlot& slot = op->slots[i];
       VarState* var = slot.var;
@@ -200,11 +205,10 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   std::exception_ptr error;
   FenceScratch scratch;
   // Device-side waits: (work, whether the op reads what it produced).
-  std::pmr::vector<std::pair<DeviceWorkRef, bool>> device_waits(scratch.resource());
-  device_waits.reserve(8);
+  std::pmr::vector<std::pair<DeviceWorkRef, bool>> device_waits =
+      scratch.list<std::pair<DeviceWorkRef, bool>>(8);
   // Of those, the ones whose failure the op's stream inherits (DeviceWork::inputs).
-  std::pmr::vector<DeviceWorkRef> inputs(scratch.resource());
-  inputs.reserve(4);
+  std::pmr::vector<DeviceWorkRef> inputs = scratch.list<DeviceWorkRef>(4);
   ErrorRef fence_error;
   std::exception_ptr deferred_launch_error;  // see DeviceWork::launch_error
   // A read input whose failure is known now: resolved on the host, and the op is skipped.
@@ -213,8 +217,7 @@ void EngineCore::launch(OpRecord* op, Stream& stream, bool synchronize,
   };
   try {
     if (op->needs_fence_sync.load(std::memory_order_relaxed)) {
-      std::pmr::vector<DeviceWorkRef> works(scratch.resource());
-      works.reserve(8);
+      std::pmr::vector<DeviceWorkRef> works = scratch.list<DeviceWorkRef>(8);
       for (std::uint32_t i = 0; i < op->num_slots; ++i) {
         const VarSlot& slot = op->slots[i];
         VarState* var = slot.var;
